@@ -1,0 +1,37 @@
+# Copyright 2026 The edge_offload authors
+# SPDX-License-Identifier: Apache-2.0
+#
+# Entry points of the workspace. Every target after `setup` runs inside the built
+# workspace (the venv and install/ sourced), so nothing needs activating by hand.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eo pipefail -c
+.DEFAULT_GOAL := help
+
+IN_WORKSPACE := source tools/workspace_env.sh &&
+
+.PHONY: help setup run test lint format lock clean
+
+help:  ## List the targets.
+	@grep -E '^[a-z]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
+
+setup:  ## Create .venv with the pinned dependencies and build the workspace (idempotent).
+	@bash tools/setup.sh
+
+run:  ## Run the main job on built-in data (see README).
+	@$(IN_WORKSPACE) python benchmarks/dds_transport.py
+
+test:  ## Run every test (unit, ROS integration, lint) and print pytest's summary.
+	@$(IN_WORKSPACE) python -m pytest
+
+lint:  ## Check formatting and lint the whole tree with ruff.
+	@$(IN_WORKSPACE) ruff check . && ruff format --check .
+
+format:  ## Format the whole tree and apply ruff's safe fixes.
+	@$(IN_WORKSPACE) ruff format . && ruff check --fix .
+
+lock:  ## Re-resolve requirements.txt into constraints.txt in a scratch venv.
+	@bash tools/lock.sh
+
+clean:  ## Remove build products (keeps .venv).
+	rm -rf build install log
