@@ -1,0 +1,33 @@
+# Copyright 2026 The edge_offload authors
+# SPDX-License-Identifier: Apache-2.0
+"""Install the bringup package."""
+
+from glob import glob
+
+from setuptools import find_packages, setup
+
+package_name = 'bringup'
+
+setup(
+    name=package_name,
+    version='0.1.0',
+    packages=find_packages(exclude=['test', 'test.*']),
+    data_files=[
+        ('share/ament_index/resource_index/packages', ['resource/' + package_name]),
+        ('share/' + package_name, ['package.xml']),
+        # The suite's launch and parameter files live at the repository root (one place for
+        # the whole graph); this package installs them into its share directory.
+        ('share/' + package_name + '/launch', glob('../../launch/*.launch.py')),
+        ('share/' + package_name + '/config', glob('../../config/*.yaml')),
+    ],
+    install_requires=['setuptools'],
+    zip_safe=True,
+    maintainer='Edge offload maintainers',
+    maintainer_email='maintainers@edge-offload.dev',
+    description='Applications, launch and parameter files of the edge-offloading suite.',
+    license='Apache-2.0',
+    extras_require={'test': ['pytest']},
+    entry_points={
+        'console_scripts': [],
+    },
+)

@@ -1,0 +1,19 @@
+# Copyright 2026 The edge_offload authors
+# SPDX-License-Identifier: Apache-2.0
+"""Helpers for tests that run real ROS 2 graphs: isolated domains and graph waits."""
+
+from edge_offload.testing.graph_wait import (
+    spin_until,
+    wait_for_publishers,
+    wait_for_subscribers,
+)
+from edge_offload.testing.processes import ProcessGroup
+from edge_offload.testing.ros_domain import reserve_domain_id
+
+__all__ = [
+    'ProcessGroup',
+    'reserve_domain_id',
+    'spin_until',
+    'wait_for_publishers',
+    'wait_for_subscribers',
+]

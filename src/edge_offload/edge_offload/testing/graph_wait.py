@@ -1,0 +1,49 @@
+# Copyright 2026 The edge_offload authors
+# SPDX-License-Identifier: Apache-2.0
+"""Wait on the ROS graph instead of sleeping.
+
+The first messages of a new publisher are lost while DDS discovery runs, so a test
+that publishes must first wait until the subscriber is matched, and a test that
+listens must wait for the publisher. Every wait has a time budget and spins the
+executor meanwhile, so callbacks keep running.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from rclpy.executors import Executor
+from rclpy.publisher import Publisher
+from rclpy.subscription import Subscription
+
+
+def spin_until(
+    executor: Executor,
+    predicate: Callable[[], bool],
+    timeout_s: float,
+    *,
+    poll_s: float = 0.05,
+) -> bool:
+    """Spin ``executor`` until ``predicate()`` is true; return False on timeout."""
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        remaining = deadline - time.monotonic()
+        if remaining <= 0.0:
+            return False
+        executor.spin_once(timeout_sec=min(poll_s, remaining))
+    return True
+
+
+def wait_for_subscribers(
+    executor: Executor, publisher: Publisher, count: int = 1, timeout_s: float = 10.0
+) -> bool:
+    """Spin until ``publisher`` is matched with at least ``count`` subscriptions."""
+    return spin_until(executor, lambda: publisher.get_subscription_count() >= count, timeout_s)
+
+
+def wait_for_publishers(
+    executor: Executor, subscription: Subscription, count: int = 1, timeout_s: float = 10.0
+) -> bool:
+    """Spin until ``subscription`` is matched with at least ``count`` publishers."""
+    return spin_until(executor, lambda: subscription.get_publisher_count() >= count, timeout_s)

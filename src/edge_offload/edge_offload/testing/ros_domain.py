@@ -1,0 +1,52 @@
+# Copyright 2026 The edge_offload authors
+# SPDX-License-Identifier: Apache-2.0
+"""Reserve a ROS_DOMAIN_ID that no other test on this machine is using.
+
+DDS participants in the same domain discover each other, so two tests that share a
+domain (in one pytest run, in parallel runs, or in another checkout's CI) see each
+other's topics. Each reservation holds an exclusive ``flock`` on a per-domain lock
+file for as long as the test runs; the kernel drops the lock if the process dies, so
+no stale reservation outlives a crashed run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import random
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+# Domain 0 is everybody's default; Fast DDS on Linux accepts ids up to 232.
+FIRST_TEST_DOMAIN_ID = 1
+LAST_TEST_DOMAIN_ID = 200
+
+_LOCK_DIR = Path(tempfile.gettempdir()) / 'edge_offload_ros_domains'
+
+
+@contextlib.contextmanager
+def reserve_domain_id() -> Iterator[int]:
+    """Yield a domain id held exclusively by this process until the block exits."""
+    _LOCK_DIR.mkdir(exist_ok=True)
+    candidates = list(range(FIRST_TEST_DOMAIN_ID, LAST_TEST_DOMAIN_ID + 1))
+    # Random order keeps concurrent runs from contending for the same low ids.
+    random.shuffle(candidates)
+    for domain_id in candidates:
+        lock_file = os.open(_LOCK_DIR / f'{domain_id}.lock', os.O_CREAT | os.O_RDWR, 0o666)
+        try:
+            fcntl.flock(lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(lock_file)
+            continue
+        try:
+            yield domain_id
+        finally:
+            fcntl.flock(lock_file, fcntl.LOCK_UN)
+            os.close(lock_file)
+        return
+    raise RuntimeError(
+        f'all ROS domain ids {FIRST_TEST_DOMAIN_ID}..{LAST_TEST_DOMAIN_ID} are in use by '
+        f'other tests (lock files in {_LOCK_DIR})'
+    )

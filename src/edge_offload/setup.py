@@ -1,0 +1,29 @@
+# Copyright 2026 The edge_offload authors
+# SPDX-License-Identifier: Apache-2.0
+"""Install the edge_offload package."""
+
+from setuptools import find_packages, setup
+
+package_name = 'edge_offload'
+
+setup(
+    name=package_name,
+    version='0.1.0',
+    packages=find_packages(exclude=['test', 'test.*']),
+    data_files=[
+        ('share/ament_index/resource_index/packages', ['resource/' + package_name]),
+        ('share/' + package_name, ['package.xml']),
+    ],
+    install_requires=['setuptools'],
+    zip_safe=True,
+    maintainer='Edge offload maintainers',
+    maintainer_email='maintainers@edge-offload.dev',
+    description='Edge-offloading substrate: protocol, bridge, edge server, link tools.',
+    license='Apache-2.0',
+    extras_require={'test': ['pytest']},
+    entry_points={
+        'console_scripts': [],
+        # Test fixtures (per-test ROS domain, graph-matching waits) for every package's tests.
+        'pytest11': ['edge_offload_testing = edge_offload.testing.pytest_plugin'],
+    },
+)

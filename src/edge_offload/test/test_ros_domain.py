@@ -1,0 +1,37 @@
+# Copyright 2026 The edge_offload authors
+# SPDX-License-Identifier: Apache-2.0
+"""Domain reservations are exclusive across processes and released on exit."""
+
+import subprocess
+import sys
+import textwrap
+
+from edge_offload.testing import reserve_domain_id
+from edge_offload.testing.ros_domain import FIRST_TEST_DOMAIN_ID, LAST_TEST_DOMAIN_ID
+
+
+def test_nested_reservations_get_distinct_ids_in_range():
+    with reserve_domain_id() as first, reserve_domain_id() as second:
+        assert first != second
+        for domain_id in (first, second):
+            assert FIRST_TEST_DOMAIN_ID <= domain_id <= LAST_TEST_DOMAIN_ID
+
+
+def test_another_process_cannot_take_a_held_id():
+    probe = textwrap.dedent(
+        """
+        import fcntl, os, sys
+        from edge_offload.testing.ros_domain import _LOCK_DIR
+        fd = os.open(_LOCK_DIR / f'{sys.argv[1]}.lock', os.O_RDWR)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            sys.exit(3)
+        sys.exit(0)
+        """
+    )
+    with reserve_domain_id() as held:
+        busy = subprocess.run([sys.executable, '-c', probe, str(held)], check=False)
+    free = subprocess.run([sys.executable, '-c', probe, str(held)], check=False)
+    assert busy.returncode == 3
+    assert free.returncode == 0
