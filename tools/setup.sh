@@ -50,13 +50,15 @@ cd "$ROOT"
 started=$SECONDS
 
 step "Checking prerequisites"
-command -v "$PYTHON" >/dev/null 2>&1 || die "$PYTHON was not found on PATH." \
+# Run it rather than look it up: a pyenv shim exists even where its version is not installed.
+python_version="$("$PYTHON" -c 'import platform; print(platform.python_version())' 2>/dev/null || true)"
+[ -n "$python_version" ] || die "$PYTHON was not found or does not run." \
   "Install Python 3.11 with its venv module and headers, e.g. on Debian 12:" \
   "  sudo apt-get install python3.11 python3.11-venv python3.11-dev" \
   "or point PYTHON at one: make setup PYTHON=/path/to/python3.11"
-"$PYTHON" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' \
-  || die "$PYTHON is Python $("$PYTHON" -c 'import platform; print(platform.python_version())'), not 3.11." \
-    "The ROS 2 wheels this workspace pins are built for CPython 3.11."
+[[ "$python_version" == 3.11.* ]] || die "$PYTHON is Python $python_version, not 3.11." \
+  "The ROS 2 wheels this workspace pins are built for CPython 3.11;" \
+  "point PYTHON at a 3.11 interpreter: make setup PYTHON=/path/to/python3.11"
 "$PYTHON" -c 'import venv, ensurepip' 2>/dev/null \
   || die "$PYTHON cannot create virtual environments." "Debian: sudo apt-get install python3.11-venv"
 [ -f "$("$PYTHON" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')/Python.h" ] \
