@@ -7,11 +7,13 @@ from edge_offload.testing.graph_wait import (
     wait_for_publishers,
     wait_for_subscribers,
 )
+from edge_offload.testing.packages import installed_package_manifest
 from edge_offload.testing.processes import ProcessGroup
 from edge_offload.testing.ros_domain import reserve_domain_id
 
 __all__ = [
     'ProcessGroup',
+    'installed_package_manifest',
     'reserve_domain_id',
     'spin_until',
     'wait_for_publishers',
