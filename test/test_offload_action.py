@@ -16,6 +16,7 @@ from edge_offload.testing import spin_until
 from offload_interfaces.action import Offload
 
 FIXTURES = Path(__file__).parent / 'fixtures'
+FEEDBACK_TOPIC = '/offload/_action/feedback'
 
 
 @pytest.fixture
@@ -27,9 +28,13 @@ def offload_client(ros_context, ros_executor, ros_processes):
     node = Node('offload_test_client', context=ros_context)
     ros_executor.add_node(node)
     client = ActionClient(node, Offload, 'offload')
-    assert spin_until(ros_executor, client.server_is_ready, timeout_s=20.0), (
-        'action server never appeared:\n' + ros_processes.output(server)
-    )
+    # server_is_ready covers the action's services; feedback is a topic, discovered on its
+    # own. Waiting for its publisher keeps early feedback from going to an unmatched reader.
+    assert spin_until(
+        ros_executor,
+        lambda: client.server_is_ready() and node.count_publishers(FEEDBACK_TOPIC) > 0,
+        timeout_s=20.0,
+    ), 'action server never appeared:\n' + ros_processes.output(server)
     yield client
     client.destroy()
     node.destroy_node()
@@ -51,10 +56,11 @@ def test_round_trip_returns_outputs_feedback_and_stats(offload_client, ros_execu
     feedback = []
 
     goal_handle = _send(ros_executor, offload_client, goal, feedback)
+    # rclpy's client drops feedback that it processes after the goal's result, so take
+    # every stage first and only then ask for the result (the server keeps it).
+    assert spin_until(ros_executor, lambda: len(feedback) >= 4, timeout_s=10.0), feedback
     result_future = goal_handle.get_result_async()
     assert spin_until(ros_executor, result_future.done, timeout_s=10.0)
-    # Feedback published just before the result may still be in flight.
-    spin_until(ros_executor, lambda: len(feedback) >= 4, timeout_s=2.0)
 
     response = result_future.result()
     assert response.status == GoalStatus.STATUS_SUCCEEDED
