@@ -64,10 +64,21 @@ python_version="$("$PYTHON" -c 'import platform; print(platform.python_version()
 [ -f "$("$PYTHON" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')/Python.h" ] \
   || die "the Python 3.11 headers (Python.h) are missing; offload_interfaces compiles against them." \
     "Debian: sudo apt-get install python3.11-dev"
-for tool in cmake make c++ cc; do
-  command -v "$tool" >/dev/null 2>&1 || die "$tool was not found; colcon needs it to build offload_interfaces." \
-    "Debian: sudo apt-get install cmake build-essential"
-done
+# colcon compiles offload_interfaces' type support: CMake and a C/C++ toolchain.
+missing_debs=()
+command -v cmake >/dev/null 2>&1 || missing_debs+=(cmake)
+command -v c++ >/dev/null 2>&1 || missing_debs+=(g++)
+command -v cc >/dev/null 2>&1 || missing_debs+=(gcc)
+if [ ${#missing_debs[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    step "Installing build tools from Debian: ${missing_debs[*]}"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing_debs[@]}" \
+      || die "apt-get could not install ${missing_debs[*]}."
+  else
+    die "colcon needs ${missing_debs[*]} to build offload_interfaces." \
+      "Debian: sudo apt-get install ${missing_debs[*]}"
+  fi
+fi
 
 if [ ! -x "$VENV/bin/python" ]; then
   step "Creating $VENV"
