@@ -17,3 +17,11 @@ case $- in *u*) _restore_nounset=1; set +u ;; *) _restore_nounset= ;; esac
 source "$_workspace_root/install/setup.bash"
 [ -n "$_restore_nounset" ] && set -u
 unset _workspace_root _restore_nounset
+# The packages' executables (ros2 run's lib/<package> folders), so `edge_server`,
+# `edge_offload_keygen` and friends run by name without the ros2 CLI.
+for _pkg_bin in "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"/install/*/lib/*/; do
+  case "$_pkg_bin" in */lib/python3*) continue ;; esac
+  case ":$PATH:" in *":${_pkg_bin%/}:"*) ;; *) PATH="${_pkg_bin%/}:$PATH" ;; esac
+done
+unset _pkg_bin
+export PATH

@@ -2,6 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """Install the edge_offload package."""
 
+from glob import glob
+
 from setuptools import find_packages, setup
 
 package_name = 'edge_offload'
@@ -13,6 +15,7 @@ setup(
     data_files=[
         ('share/ament_index/resource_index/packages', ['resource/' + package_name]),
         ('share/' + package_name, ['package.xml']),
+        ('share/' + package_name + '/traces', glob('traces/*.trace')),
     ],
     install_requires=['setuptools'],
     zip_safe=True,
@@ -22,7 +25,26 @@ setup(
     license='Apache-2.0',
     extras_require={'test': ['pytest']},
     entry_points={
-        'console_scripts': [],
+        'console_scripts': [
+            'edge_server = edge_offload.edge_server_node:main',
+            'offload_bridge = edge_offload.offload_bridge_node:main',
+            'edge_offload_server = edge_offload.server:main',
+            'edge_offload_keygen = edge_offload.keys:main',
+            'edge_offload_link_emulator = edge_offload.link_emulator:main',
+        ],
+        # Offloading modes, loaded by name (robot half and server half).
+        'edge_offload.modes': [
+            'local = edge_offload.modes.local:LocalMode',
+            'nnto = edge_offload.modes.nnto:NntoMode',
+        ],
+        'edge_offload.server_modes': [
+            'nnto = edge_offload.modes.nnto:NntoServerMode',
+        ],
+        # The model zoo.
+        'edge_offload.models': [
+            'tiny_cnn = edge_offload.models:tiny_cnn',
+            'resnet18 = edge_offload.models:resnet18',
+        ],
         # Test fixtures (per-test ROS domain, graph-matching waits) for every package's tests.
         'pytest11': ['edge_offload_testing = edge_offload.testing.pytest_plugin'],
     },

@@ -1,0 +1,582 @@
+# Copyright 2026 The edge_offload authors
+# SPDX-License-Identifier: Apache-2.0
+"""Robot end of the wire protocol: one authenticated connection to one edge server.
+
+``EdgeClient`` owns a ZeroMQ DEALER socket on an I/O thread. Callers on any thread use
+``call`` (one request, one reply, both with named tensors); the I/O thread sends,
+receives, answers the connection's life-cycle events and sends a PING every
+``ping_interval_s`` as the active RTT probe.
+
+Connection life cycle: the socket connects and reconnects by itself; after every
+successful transport handshake the client sends HELLO and is ``CONNECTED`` once the server
+answers WELCOME. A lost connection, a failed CURVE handshake (the server did not accept
+this robot's key, or its own key is not the one configured) or a server that stays
+silent for ``liveness_timeout_s`` fails every pending call at once with
+``ServerUnavailableError`` and moves the client out of ``CONNECTED``, so callers fall back
+immediately instead of waiting for timeouts. Messages are never queued for a server that
+is not connected (``ZMQ_IMMEDIATE``), so nothing stale is sent after a reconnect.
+"""
+
+from __future__ import annotations
+
+import collections
+import enum
+import itertools
+import logging
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import torch
+import zmq
+from zmq.utils.monitor import recv_monitor_message
+
+from edge_offload import protocol
+from edge_offload.keys import load_public_key, load_secret_key_pair
+from edge_offload.modes.base import (
+    DeadlineMissedError,
+    ErrorCode,
+    OffloadCancelledError,
+    OffloadError,
+    ServerRejectedError,
+    ServerUnavailableError,
+)
+
+if TYPE_CHECKING:
+    from edge_offload.link_monitor import LinkEstimator
+
+_logger = logging.getLogger(__name__)
+
+# Wire error codes that describe the request itself, with the matching ErrorCode.
+_REQUEST_ERRORS = {
+    protocol.E_UNKNOWN_MODEL: ErrorCode.UNKNOWN_MODEL,
+    protocol.E_INVALID_INPUT: ErrorCode.INVALID_INPUT,
+    protocol.E_TOO_LARGE: ErrorCode.INPUT_TOO_LARGE,
+}
+_CANCEL_POLL_S = 0.02
+
+
+class ConnectionState(enum.Enum):
+    """Where the client's connection to its server stands."""
+
+    CONNECTING = 'connecting'
+    CONNECTED = 'connected'
+    DISCONNECTED = 'disconnected'
+    UNAUTHENTICATED = 'unauthenticated'
+    INCOMPATIBLE = 'incompatible'
+    CLOSED = 'closed'
+
+
+@dataclass
+class ClientConfig:
+    """Settings of one robot-to-server connection.
+
+    With ``security='curve'`` (the default) both key files are required: this robot's
+    ``NAME.key_secret`` and the server's public ``NAME.key``. ``security='plaintext'``
+    (no authentication, no encryption) is refused unless ``allow_plaintext`` is set.
+    """
+
+    endpoint: str = 'tcp://127.0.0.1:5555'
+    client_name: str = 'robot'
+    security: str = 'curve'
+    allow_plaintext: bool = False
+    secret_key_file: str = ''
+    server_public_key_file: str = ''
+    max_message_bytes: int = protocol.DEFAULT_MAX_MESSAGE_BYTES
+    request_timeout_s: float = 10.0
+    ping_interval_s: float = 0.2
+    liveness_timeout_s: float = 3.0
+    hello_retry_s: float = 0.5
+    max_pending_calls: int = 64
+    reconnect_interval_s: float = 0.1
+    reconnect_interval_max_s: float = 1.0
+
+    def validate(self) -> None:
+        """Raise ValueError if a setting is invalid."""
+        if not self.endpoint.startswith(('tcp://', 'ipc://', 'inproc://')):
+            raise ValueError(f'endpoint {self.endpoint!r} must start with tcp://, ipc:// ...')
+        if self.security not in ('curve', 'plaintext'):
+            raise ValueError(f"security must be 'curve' or 'plaintext', not {self.security!r}")
+        if self.security == 'plaintext' and not self.allow_plaintext:
+            raise ValueError(
+                "security 'plaintext' sends unauthenticated, unencrypted traffic; "
+                'set allow_plaintext to use it'
+            )
+        for name in ('request_timeout_s', 'ping_interval_s', 'liveness_timeout_s'):
+            if getattr(self, name) <= 0:
+                raise ValueError(f'{name} must be > 0')
+        if self.max_message_bytes < 1024 or self.max_pending_calls < 1:
+            raise ValueError('max_message_bytes must be >= 1024 and max_pending_calls >= 1')
+
+
+@dataclass
+class CallReply:
+    """A server's answer to ``EdgeClient.call`` and what the exchange cost."""
+
+    fields: dict[str, Any]
+    tensors: dict[str, torch.Tensor]
+    bytes_up: int
+    bytes_down: int
+    server_time_s: float
+    compute_time_s: float
+    elapsed_s: float
+
+
+@dataclass
+class _PendingCall:
+    frames: list
+    bytes_up: int
+    done: threading.Event = field(default_factory=threading.Event)
+    reply: protocol.Message | None = None
+    bytes_down: int = 0
+    error: OffloadError | None = None
+    sent_at: float = 0.0
+    received_at: float = 0.0
+    # Another call shared the link during this one: its timing says little about bandwidth.
+    overlapped: bool = False
+
+
+StateListener = Callable[[ConnectionState, str], None]
+
+
+class EdgeClient:
+    """An authenticated connection to one edge server, shared by every mode."""
+
+    def __init__(self, config: ClientConfig, link: LinkEstimator | None = None) -> None:
+        config.validate()
+        self.config = config
+        self.link = link
+        self._context = zmq.Context()
+        self._socket = self._make_socket()
+        self._monitor = self._socket.get_monitor_socket()
+        self._wake_reader, self._wake_writer = socket.socketpair()
+        self._wake_reader.setblocking(False)
+        self._wake_writer.setblocking(False)
+        self._lock = threading.Lock()
+        self._outbox: collections.deque[tuple[int, list]] = collections.deque()
+        self._pending: dict[int, _PendingCall] = {}
+        self._ids = itertools.count(1)
+        self._state = ConnectionState.CONNECTING
+        self._state_reason = f'connecting to {config.endpoint}'
+        self._state_changed = threading.Condition(self._lock)
+        self._listeners: list[StateListener] = []
+        self._server_info: dict[str, Any] = {}
+        self._pings: dict[int, float] = {}
+        self._last_rx = 0.0
+        self._handshake_done = False
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=self._run, name='edge-client-io', daemon=True)
+        self._socket.connect(config.endpoint)
+        self._thread.start()
+
+    # -- public API -------------------------------------------------------------------
+
+    @property
+    def state(self) -> ConnectionState:
+        """Return the connection state."""
+        with self._lock:
+            return self._state
+
+    @property
+    def state_reason(self) -> str:
+        """Return why the client is in its state (for logs and status)."""
+        with self._lock:
+            return self._state_reason
+
+    @property
+    def server_info(self) -> dict[str, Any]:
+        """Return the server's WELCOME fields (server id, models, modes, limits)."""
+        with self._lock:
+            return dict(self._server_info)
+
+    def add_state_listener(self, listener: StateListener) -> None:
+        """Call ``listener(state, reason)`` on the I/O thread at every state change."""
+        with self._lock:
+            self._listeners.append(listener)
+
+    def wait_connected(self, timeout_s: float) -> bool:
+        """Block until connected or ``timeout_s`` passed; return whether connected."""
+        deadline = time.monotonic() + timeout_s
+        with self._state_changed:
+            while self._state is not ConnectionState.CONNECTED:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or self._state is ConnectionState.CLOSED:
+                    return False
+                self._state_changed.wait(remaining)
+            return True
+
+    def call(
+        self,
+        mode: str,
+        op: str,
+        fields: Mapping[str, Any] | None = None,
+        tensors: Mapping[str, torch.Tensor] | None = None,
+        *,
+        timeout_s: float | None = None,
+        cancel: threading.Event | None = None,
+    ) -> CallReply:
+        """Send one CALL to ``mode``'s server half and wait for its reply.
+
+        Raises:
+            ServerUnavailableError: not connected, or the connection failed during the call.
+            DeadlineMissedError: no reply within ``timeout_s`` (default: request_timeout_s).
+            OffloadCancelledError: ``cancel`` was set.
+            ServerRejectedError: the server answered with an error.
+            OffloadError: the request is too large or too many calls are pending.
+
+        """
+        timeout_s = self.config.request_timeout_s if timeout_s is None else timeout_s
+        with self._lock:
+            if self._state is not ConnectionState.CONNECTED:
+                raise ServerUnavailableError(f'edge server not connected: {self._state_reason}')
+        body = {'mode': mode, 'op': op, 'args': dict(fields or {})}
+        request_id = next(self._ids)
+        frames = protocol.encode(
+            protocol.Message(protocol.CALL, request_id, body, dict(tensors or {}))
+        )
+        bytes_up = protocol.frames_nbytes(frames)
+        if bytes_up > self.config.max_message_bytes:
+            raise OffloadError(
+                f'request is {bytes_up} bytes; max_message_bytes is '
+                f'{self.config.max_message_bytes}',
+                ErrorCode.INPUT_TOO_LARGE,
+            )
+        pending = _PendingCall(frames=frames, bytes_up=bytes_up)
+        with self._lock:
+            if len(self._pending) >= self.config.max_pending_calls:
+                raise OffloadError(
+                    f'{len(self._pending)} calls already pending', ErrorCode.QUEUE_FULL
+                )
+            if self._pending:
+                pending.overlapped = True
+                for other in self._pending.values():
+                    other.overlapped = True
+            self._pending[request_id] = pending
+            self._outbox.append((request_id, frames))
+        self._wake()
+        started = time.monotonic()
+        deadline = started + timeout_s
+        while not pending.done.wait(min(_CANCEL_POLL_S, max(0.0, deadline - time.monotonic()))):
+            if cancel is not None and cancel.is_set():
+                self._forget(request_id)
+                raise OffloadCancelledError('request cancelled')
+            if time.monotonic() >= deadline:
+                self._forget(request_id)
+                raise DeadlineMissedError(f'edge server did not answer within {timeout_s:.3f} s')
+        if pending.error is not None:
+            raise pending.error
+        reply = pending.reply
+        assert reply is not None  # noqa: S101 - set together with done
+        if reply.type == protocol.ERROR:
+            code = str(reply.fields.get('code', protocol.E_INTERNAL))
+            text = str(reply.fields.get('message', ''))
+            if code in (protocol.E_BUSY, protocol.E_SHUTTING_DOWN, protocol.E_NO_SESSION):
+                raise ServerUnavailableError(f'edge server: {code}: {text}')
+            raise ServerRejectedError(code, text, _REQUEST_ERRORS.get(code, ErrorCode.INTERNAL))
+        server_time_s = _nonnegative(reply.fields.get('server_s'))
+        elapsed_s = pending.received_at - pending.sent_at
+        if self.link is not None and not pending.overlapped:
+            self.link.record_transfer(
+                pending.bytes_up, pending.bytes_down, elapsed_s - server_time_s, pending.sent_at
+            )
+        return CallReply(
+            fields=reply.fields.get('args', {}) if isinstance(reply.fields, dict) else {},
+            tensors=reply.tensors,
+            bytes_up=pending.bytes_up,
+            bytes_down=pending.bytes_down,
+            server_time_s=server_time_s,
+            compute_time_s=_nonnegative(reply.fields.get('compute_s')),
+            elapsed_s=elapsed_s,
+        )
+
+    def close(self) -> None:
+        """Say BYE, stop the I/O thread and close the socket; fail pending calls."""
+        if self._stopping.is_set():
+            return
+        self._stopping.set()
+        self._wake()
+        self._thread.join(timeout=5.0)
+        self._fail_pending(ServerUnavailableError('client closed'))
+        self._set_state(ConnectionState.CLOSED, 'client closed')
+        self._wake_reader.close()
+        self._wake_writer.close()
+
+    def __enter__(self) -> EdgeClient:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # -- I/O thread ------------------------------------------------------------------
+
+    def _make_socket(self) -> zmq.Socket:
+        config = self.config
+        sock = self._context.socket(zmq.DEALER)
+        sock.linger = 0
+        sock.immediate = 1  # never queue for a peer that is not connected
+        sock.sndhwm = max(16, config.max_pending_calls * 2)
+        sock.rcvhwm = max(16, config.max_pending_calls * 2)
+        sock.maxmsgsize = config.max_message_bytes
+        sock.reconnect_ivl = int(config.reconnect_interval_s * 1000)
+        sock.reconnect_ivl_max = int(config.reconnect_interval_max_s * 1000)
+        # ZMTP heartbeats detect a dead peer behind a silent network path.
+        sock.heartbeat_ivl = int(config.liveness_timeout_s * 1000 / 3)
+        sock.heartbeat_timeout = int(config.liveness_timeout_s * 1000)
+        if config.security == 'curve':
+            own = load_secret_key_pair(config.secret_key_file)
+            sock.curve_secretkey = own.secret
+            sock.curve_publickey = own.public
+            sock.curve_serverkey = load_public_key(config.server_public_key_file)
+        return sock
+
+    def _wake(self) -> None:
+        try:
+            self._wake_writer.send(b'\0')
+        except (BlockingIOError, OSError):
+            pass  # a wake-up is already pending (or the client is closing)
+
+    def _run(self) -> None:
+        poller = zmq.Poller()
+        poller.register(self._socket, zmq.POLLIN)
+        poller.register(self._monitor, zmq.POLLIN)
+        poller.register(self._wake_reader.fileno(), zmq.POLLIN)
+        next_timer = time.monotonic()
+        try:
+            while not self._stopping.is_set():
+                timeout_ms = max(0, int((next_timer - time.monotonic()) * 1000))
+                events = dict(poller.poll(min(timeout_ms, 50)))
+                if self._wake_reader.fileno() in events:
+                    self._drain_wake()
+                if self._monitor in events:
+                    self._on_monitor_events()
+                if self._socket in events:
+                    self._on_messages()
+                self._flush_outbox()
+                if time.monotonic() >= next_timer:
+                    self._on_timer()
+                    next_timer = time.monotonic() + min(
+                        self.config.ping_interval_s, self.config.hello_retry_s
+                    )
+            self._send_bye()
+        except Exception:  # noqa: BLE001 - the I/O thread must report, not vanish
+            _logger.exception('edge client I/O thread failed')
+            self._set_state(ConnectionState.DISCONNECTED, 'client I/O thread failed')
+            self._fail_pending(ServerUnavailableError('client I/O thread failed'))
+        finally:
+            self._socket.disable_monitor()
+            self._monitor.close(linger=0)
+            self._socket.close(linger=0)
+            self._context.term()
+
+    def _drain_wake(self) -> None:
+        try:
+            while self._wake_reader.recv(4096):
+                pass
+        except (BlockingIOError, OSError):
+            pass
+
+    def _send(self, message: protocol.Message) -> bool:
+        try:
+            self._socket.send_multipart(protocol.encode(message), flags=zmq.NOBLOCK)
+        except zmq.Again:
+            return False
+        return True
+
+    def _flush_outbox(self) -> None:
+        while True:
+            with self._lock:
+                if not self._outbox:
+                    return
+                request_id, frames = self._outbox.popleft()
+                pending = self._pending.get(request_id)
+            if pending is None:
+                continue  # cancelled or timed out before it was sent
+            pending.sent_at = time.monotonic()
+            try:
+                self._socket.send_multipart(frames, flags=zmq.NOBLOCK, copy=False)
+            except zmq.Again:
+                self._complete(
+                    request_id,
+                    error=ServerUnavailableError('edge server not connected (send failed)'),
+                )
+            pending.frames = []
+
+    def _on_messages(self) -> None:
+        while True:
+            try:
+                frames = self._socket.recv_multipart(flags=zmq.NOBLOCK, copy=False)
+            except zmq.Again:
+                return
+            now = time.monotonic()
+            self._last_rx = now
+            buffers = [frame.buffer for frame in frames]
+            try:
+                message = protocol.decode(buffers, max_message_bytes=self.config.max_message_bytes)
+            except protocol.ProtocolError as error:
+                _logger.warning('dropped a malformed message from the edge server: %s', error)
+                continue
+            self._on_message(message, protocol.frames_nbytes(buffers), now)
+
+    def _on_message(self, message: protocol.Message, size: int, now: float) -> None:
+        if message.type == protocol.WELCOME:
+            with self._lock:
+                self._server_info = dict(message.fields)
+            server_id = message.fields.get('server_id', '?')
+            self._set_state(ConnectionState.CONNECTED, f'connected to {server_id}')
+        elif message.type == protocol.PONG:
+            sent = self._pings.pop(message.request_id, None)
+            if sent is not None and self.link is not None:
+                self.link.record_rtt(now - sent, now)
+        elif message.type in (protocol.REPLY, protocol.ERROR) and message.request_id:
+            with self._lock:
+                pending = self._pending.get(message.request_id)
+            if pending is None:
+                _logger.debug('dropped late reply to request %d', message.request_id)
+                return
+            pending.received_at = now
+            pending.bytes_down = size
+            self._complete(message.request_id, reply=message)
+        elif message.type == protocol.ERROR:
+            code = message.fields.get('code')
+            text = message.fields.get('message', '')
+            if code == protocol.E_VERSION:
+                self._set_state(ConnectionState.INCOMPATIBLE, f'edge server: {text}')
+            elif code == protocol.E_SERVER_FULL:
+                self._set_state(ConnectionState.DISCONNECTED, f'edge server refused: {text}')
+            elif code == protocol.E_NO_SESSION:
+                # The server restarted or expired the session: say hello again.
+                self._set_state(ConnectionState.CONNECTING, 'edge server lost the session')
+                self._fail_pending(ServerUnavailableError('edge server lost the session'))
+                self._send(self._hello())
+            else:
+                _logger.warning('edge server error: %s: %s', code, text)
+
+    def _on_monitor_events(self) -> None:
+        while True:
+            try:
+                event = recv_monitor_message(self._monitor, flags=zmq.NOBLOCK)
+            except zmq.Again:
+                return
+            kind = event['event']
+            if kind == zmq.EVENT_HANDSHAKE_SUCCEEDED:
+                self._handshake_done = True
+                self._last_rx = time.monotonic()
+                self._set_state(ConnectionState.CONNECTING, 'transport up, saying hello')
+                self._send(self._hello())
+            elif kind == zmq.EVENT_DISCONNECTED:
+                self._lost_connection('connection to the edge server lost')
+            elif kind == zmq.EVENT_HANDSHAKE_FAILED_AUTH:
+                self._lost_connection(
+                    "edge server refused this robot's key (not authorised)",
+                    ConnectionState.UNAUTHENTICATED,
+                )
+            elif kind in (
+                zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL,
+                zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL,
+            ):
+                self._lost_connection(
+                    'security handshake with the edge server failed (wrong server key or '
+                    'curve/plaintext mismatch)',
+                    ConnectionState.UNAUTHENTICATED,
+                )
+
+    def _lost_connection(
+        self, reason: str, state: ConnectionState = ConnectionState.DISCONNECTED
+    ) -> None:
+        self._handshake_done = False
+        self._pings.clear()
+        self._set_state(state, reason)
+        self._fail_pending(ServerUnavailableError(reason))
+
+    def _on_timer(self) -> None:
+        now = time.monotonic()
+        state = self.state
+        if state is ConnectionState.CONNECTED:
+            if now - self._last_rx > self.config.liveness_timeout_s:
+                self._lost_connection(
+                    f'edge server silent for {self.config.liveness_timeout_s:.1f} s'
+                )
+                return
+            ping_id = next(self._ids)
+            if self._send(protocol.Message(protocol.PING, ping_id)):
+                self._pings[ping_id] = now
+                if len(self._pings) > 64:  # unanswered probes: keep the newest only
+                    for stale in sorted(self._pings)[:-64]:
+                        del self._pings[stale]
+                if self.link is not None:
+                    self.link.record_probe_sent(now)
+        elif self._handshake_done and state is ConnectionState.CONNECTING:
+            self._send(self._hello())
+
+    def _hello(self) -> protocol.Message:
+        return protocol.Message(
+            protocol.HELLO,
+            0,
+            {'client_name': self.config.client_name, 'pid': os.getpid()},
+        )
+
+    def _send_bye(self) -> None:
+        if self._handshake_done:
+            self._send(protocol.Message(protocol.BYE, 0))
+
+    def _complete(
+        self,
+        request_id: int,
+        *,
+        reply: protocol.Message | None = None,
+        error: OffloadError | None = None,
+    ) -> None:
+        with self._lock:
+            pending = self._pending.pop(request_id, None)
+        if pending is None:
+            return
+        pending.reply = reply
+        pending.error = error
+        pending.done.set()
+
+    def _forget(self, request_id: int) -> None:
+        with self._lock:
+            self._pending.pop(request_id, None)
+
+    def _fail_pending(self, error: OffloadError) -> None:
+        with self._lock:
+            pending = list(self._pending.items())
+            self._pending.clear()
+            self._outbox.clear()
+        for _, call in pending:
+            call.error = error
+            call.done.set()
+
+    def _set_state(self, state: ConnectionState, reason: str) -> None:
+        with self._state_changed:
+            if self._state is ConnectionState.CLOSED:
+                return
+            changed = state is not self._state
+            self._state = state
+            self._state_reason = reason
+            listeners = list(self._listeners)
+            self._state_changed.notify_all()
+        if self.link is not None:
+            self.link.set_connected(state is ConnectionState.CONNECTED)
+        if changed:
+            if state in (ConnectionState.CONNECTED, ConnectionState.CONNECTING):
+                _logger.info('edge client %s: %s', state.value, reason)
+            elif state is ConnectionState.CLOSED:
+                _logger.debug('edge client closed')
+            else:
+                _logger.warning('edge client %s: %s', state.value, reason)
+            for listener in listeners:
+                try:
+                    listener(state, reason)
+                except Exception:  # noqa: BLE001 - a listener must not stop the I/O thread
+                    _logger.exception('connection state listener failed')
+
+
+def _nonnegative(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0.0
+    return max(0.0, float(value))

@@ -1,0 +1,272 @@
+# Copyright 2026 The edge_offload authors
+# SPDX-License-Identifier: Apache-2.0
+"""The plug-in interface every offloading mode implements.
+
+A mode has two halves, each registered under a Python entry-point group and loaded by
+name (the way ROS uses pluginlib):
+
+* ``edge_offload.modes``: an ``OffloadMode`` on the robot. ``infer`` runs one request
+  with named input tensors and returns the outputs with per-request stats (bytes up and
+  down, round trips, local and server compute time, total time).
+* ``edge_offload.server_modes``: a ``ServerMode`` in the edge server. ``handle`` answers
+  one CALL of that mode within a client's session; ``open_session`` creates the
+  per-client state a mode keeps between calls (RRTO's recorded sequence, LOPInfer's
+  plan), isolated from every other client.
+
+The robot half talks to its server half only through ``EdgeClient.call`` (one request,
+one reply, both with named tensors); it never opens sockets. Falling back to local
+inference is not a mode's business: the ``Offloader`` does it for every mode.
+"""
+
+from __future__ import annotations
+
+import abc
+import enum
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import torch
+
+if TYPE_CHECKING:
+    from edge_offload.client import EdgeClient
+    from edge_offload.link_monitor import LinkEstimator
+    from edge_offload.models import ModelCache
+
+CLIENT_MODE_GROUP = 'edge_offload.modes'
+SERVER_MODE_GROUP = 'edge_offload.server_modes'
+
+
+class Stage(enum.IntEnum):
+    """Progress stages (the values of the Offload action's STAGE_* constants)."""
+
+    QUEUED = 0
+    UPLOADING = 1
+    SERVER_COMPUTE = 2
+    DOWNLOADING = 3
+    LOCAL_COMPUTE = 4
+
+
+class ErrorCode(enum.IntEnum):
+    """Failure kinds (the values of the Offload action's ERROR_* constants)."""
+
+    NONE = 0
+    UNKNOWN_MODEL = 1
+    INVALID_INPUT = 2
+    INPUT_TOO_LARGE = 3
+    DEADLINE_EXCEEDED = 4
+    SERVER_UNAVAILABLE = 5
+    UNAUTHENTICATED = 6
+    CANCELED = 7
+    QUEUE_FULL = 8
+    INTERNAL = 9
+
+
+class OffloadError(Exception):
+    """A request that could not be completed; ``code`` says which kind of failure."""
+
+    code: ErrorCode = ErrorCode.INTERNAL
+
+    def __init__(self, message: str, code: ErrorCode | None = None) -> None:
+        super().__init__(message)
+        if code is not None:
+            self.code = code
+
+
+class ServerUnavailableError(OffloadError):
+    """The edge server cannot be reached, refused this robot, or dropped the request."""
+
+    code = ErrorCode.SERVER_UNAVAILABLE
+
+
+class DeadlineMissedError(OffloadError):
+    """The server did not answer within the time the request allowed it."""
+
+    code = ErrorCode.DEADLINE_EXCEEDED
+
+
+class OffloadCancelledError(OffloadError):
+    """The caller cancelled the request."""
+
+    code = ErrorCode.CANCELED
+
+
+class ServerRejectedError(OffloadError):
+    """The server answered with an error; ``wire_code`` is the protocol's error code."""
+
+    def __init__(self, wire_code: str, message: str, code: ErrorCode = ErrorCode.INTERNAL):
+        super().__init__(f'edge server: {wire_code}: {message}', code)
+        self.wire_code = wire_code
+
+
+@dataclass
+class InferenceStats:
+    """What one inference cost (the fields of ``offload_interfaces/OffloadStats``)."""
+
+    bytes_up: int = 0
+    bytes_down: int = 0
+    round_trips: int = 0
+    queue_time_s: float = 0.0
+    local_compute_time_s: float = 0.0
+    server_compute_time_s: float = 0.0
+    total_time_s: float = 0.0
+
+    def add_transfer(self, other: InferenceStats) -> None:
+        """Add the traffic and compute times of ``other`` (not its total or queue time)."""
+        self.bytes_up += other.bytes_up
+        self.bytes_down += other.bytes_down
+        self.round_trips += other.round_trips
+        self.local_compute_time_s += other.local_compute_time_s
+        self.server_compute_time_s += other.server_compute_time_s
+
+
+ProgressCallback = Callable[[Stage, int, int], None]
+
+
+@dataclass
+class InferenceRequest:
+    """One inference: a model name and its named inputs, with a deadline and cancel flag.
+
+    ``deadline`` is a ``time.monotonic()`` instant by which the mode must have answered
+    (``None``: no deadline). ``progress(stage, bytes_up, bytes_down)`` reports progress.
+    """
+
+    model: str
+    inputs: dict[str, torch.Tensor]
+    deadline: float | None = None
+    cancel: threading.Event = field(default_factory=threading.Event)
+    progress: ProgressCallback | None = None
+
+    def report(self, stage: Stage, bytes_up: int = 0, bytes_down: int = 0) -> None:
+        """Report progress to the caller, if it asked for it."""
+        if self.progress is not None:
+            self.progress(stage, bytes_up, bytes_down)
+
+
+@dataclass
+class InferenceResult:
+    """Named outputs of one inference, the mode that produced them and what it cost."""
+
+    outputs: dict[str, torch.Tensor]
+    mode: str
+    stats: InferenceStats = field(default_factory=InferenceStats)
+
+
+@dataclass
+class ModeContext:
+    """What a robot-side mode may use: models, the server connection, the link monitor."""
+
+    models: ModelCache
+    client: EdgeClient | None = None
+    link: LinkEstimator | None = None
+    logger: logging.Logger = field(default_factory=lambda: logging.getLogger('edge_offload'))
+
+
+class OffloadMode(abc.ABC):
+    """Robot half of an offloading mode."""
+
+    #: Name the mode is registered and selected by.
+    name: ClassVar[str] = ''
+    #: False for modes that never contact the server (``local``).
+    uses_server: ClassVar[bool] = True
+
+    def __init__(self, context: ModeContext) -> None:
+        self.context = context
+
+    @abc.abstractmethod
+    def infer(self, request: InferenceRequest) -> InferenceResult:
+        """Run one inference.
+
+        Raises:
+            OffloadError: the request failed; the offloader falls back to local
+                inference for every such error except ``OffloadCancelledError``.
+
+        """
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release what the mode holds (called when the offloader shuts down)."""
+
+
+@dataclass
+class ServerModeContext:
+    """What a server-side mode may use: the server's loaded models."""
+
+    models: ModelCache
+    logger: logging.Logger = field(
+        default_factory=lambda: logging.getLogger('edge_offload.server')
+    )
+
+
+@dataclass
+class ServerCall:
+    """One CALL as a server mode sees it."""
+
+    op: str
+    fields: dict[str, Any]
+    tensors: dict[str, torch.Tensor]
+    session_id: str
+    request_id: int
+
+
+@dataclass
+class ServerReply:
+    """A server mode's answer. ``model`` names the model it ran, for per-model stats."""
+
+    tensors: dict[str, torch.Tensor] = field(default_factory=dict)
+    fields: dict[str, Any] = field(default_factory=dict)
+    compute_time_s: float = 0.0
+    model: str = ''
+
+
+class ServerMode(abc.ABC):
+    """Server half of an offloading mode; one instance serves every session."""
+
+    name: ClassVar[str] = ''
+
+    def __init__(self, context: ServerModeContext) -> None:
+        self.context = context
+
+    def open_session(self, session_id: str) -> Any:
+        """Return the per-session state this mode keeps (``None`` if it keeps none)."""
+        return None
+
+    @abc.abstractmethod
+    def handle(self, state: Any, call: ServerCall) -> ServerReply:
+        """Answer ``call`` using this session's ``state``.
+
+        Raises:
+            protocol.ProtocolError: the call is invalid; its code and message go back
+                to the client.
+
+        """
+
+    def close_session(self, state: Any) -> None:  # noqa: B027 - optional hook
+        """Release a session's state (client said bye, timed out or server stopped)."""
+
+
+def _load_class(group: str, name: str, base: type) -> type:
+    for entry_point in entry_points(group=group, name=name):
+        cls = entry_point.load()
+        if not (isinstance(cls, type) and issubclass(cls, base)):
+            raise TypeError(f'{group} entry point {name!r} is not a {base.__name__}')
+        return cls
+    known = ', '.join(sorted(ep.name for ep in entry_points(group=group))) or 'none'
+    raise KeyError(f'no offloading mode {name!r} in {group}; available: {known}')
+
+
+def load_mode_class(name: str) -> type[OffloadMode]:
+    """Return the robot-side mode class registered as ``name``."""
+    return _load_class(CLIENT_MODE_GROUP, name, OffloadMode)
+
+
+def load_server_mode_class(name: str) -> type[ServerMode]:
+    """Return the server-side mode class registered as ``name``."""
+    return _load_class(SERVER_MODE_GROUP, name, ServerMode)
+
+
+def available_modes() -> list[str]:
+    """Return the names of the registered robot-side modes."""
+    return sorted(ep.name for ep in entry_points(group=CLIENT_MODE_GROUP))
