@@ -175,7 +175,7 @@ class Offloader:
         try:
             selected = self._get_mode(mode_name)
         except KeyError as error:
-            raise OffloadError(str(error), ErrorCode.INTERNAL) from None
+            raise OffloadError(str(error.args[0]), ErrorCode.INVALID_INPUT) from None
         try:
             loaded = self.models.get(model)
             loaded.validate(inputs)

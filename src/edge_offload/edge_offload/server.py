@@ -282,6 +282,11 @@ class EdgeServer:
     def __exit__(self, *exc_info: object) -> None:
         self.stop()
 
+    @property
+    def serving(self) -> bool:
+        """Return whether the server is bound and serving."""
+        return self._thread is not None
+
     def stats(self) -> ServerStats:
         """Return current load, counters and per-model latency."""
         with self._lock:

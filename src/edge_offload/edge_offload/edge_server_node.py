@@ -1,0 +1,201 @@
+# Copyright 2026 The edge_offload authors
+# SPDX-License-Identifier: Apache-2.0
+"""``edge_server``: the edge server as a ROS 2 lifecycle node.
+
+configure  loads the models and the server key, checks every setting
+activate   binds the socket and starts serving robots
+deactivate stops serving (sessions close; robots fall back until reactivated)
+cleanup    releases the models
+
+Diagnostics (``/diagnostics``, ``diagnostic_msgs/DiagnosticArray``) report the load
+(sessions, requests in flight, worker threads), counters of requests, errors, rejected
+and malformed messages and refused robots, and each model's server compute latency
+(mean, p50, p95 over its last 256 requests). With ``autostart`` the node configures and
+activates itself, for runs without a lifecycle manager.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import rclpy
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
+
+from edge_offload import protocol
+from edge_offload.keys import KeyFileError
+from edge_offload.models import UnknownModelError
+from edge_offload.ros_logging import forward_python_logging
+from edge_offload.ros_params import ParamSpec, declare_parameters, parameter_values
+from edge_offload.server import EdgeServer, ServerConfig
+
+_DEFAULTS = ServerConfig()
+PARAMETERS = (
+    ParamSpec('endpoint', _DEFAULTS.endpoint, 'ZeroMQ endpoint to bind, e.g. tcp://0.0.0.0:5555'),
+    ParamSpec('server_id', _DEFAULTS.server_id, 'Name robots see in WELCOME and diagnostics'),
+    ParamSpec('models', list(_DEFAULTS.models), 'Model-zoo names to load at configure'),
+    ParamSpec('modes', list(_DEFAULTS.modes), 'Server halves of offloading modes to load'),
+    ParamSpec('security', _DEFAULTS.security, "'curve' (authenticated) or 'plaintext'"),
+    ParamSpec('allow_plaintext', False, "Must be true for security 'plaintext'"),
+    ParamSpec('secret_key_file', _DEFAULTS.secret_key_file, "This server's NAME.key_secret"),
+    ParamSpec(
+        'authorized_clients_dir',
+        _DEFAULTS.authorized_clients_dir,
+        'Folder of the public .key files of the robots allowed to connect',
+    ),
+    ParamSpec('max_clients', _DEFAULTS.max_clients, 'Robots served at once', 1, 4096),
+    ParamSpec(
+        'max_inflight_per_client',
+        _DEFAULTS.max_inflight_per_client,
+        'Requests one robot may have in flight',
+        1,
+        1024,
+    ),
+    ParamSpec(
+        'max_message_bytes',
+        _DEFAULTS.max_message_bytes,
+        'Largest message accepted or sent, bytes',
+        1024,
+        2**31,
+    ),
+    ParamSpec('worker_threads', _DEFAULTS.worker_threads, 'Requests computed in parallel', 1, 256),
+    ParamSpec('torch_threads', 0, 'torch intra-op threads (0 = torch default)', 0, 256),
+    ParamSpec(
+        'session_timeout_s',
+        _DEFAULTS.session_timeout_s,
+        'Close silent sessions after',
+        0.1,
+        3600.0,
+    ),
+    ParamSpec('diagnostics_period_s', 1.0, 'Diagnostics publishing period', 0.05, 60.0),
+    ParamSpec('autostart', False, 'Configure and activate at start-up', read_only=True),
+)
+_SERVER_FIELDS = {spec.name for spec in PARAMETERS} - {'diagnostics_period_s', 'autostart'}
+
+
+class EdgeServerNode(LifecycleNode):
+    """Serve models to offloading robots; lifecycle-managed."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__('edge_server', **kwargs)
+        declare_parameters(self, PARAMETERS)
+        forward_python_logging(self)
+        self._server: EdgeServer | None = None
+        self._diagnostics_publisher = None
+        self._diagnostics_timer = None
+
+    def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
+        """Load models and keys; fail with a clear log line on any bad setting."""
+        values = parameter_values(self, PARAMETERS)
+        try:
+            config = ServerConfig.from_mapping(
+                {key: value for key, value in values.items() if key in _SERVER_FIELDS}
+            )
+            self._server = EdgeServer(config)
+        except (ValueError, KeyError, KeyFileError, UnknownModelError) as error:
+            self.get_logger().error(f'configure failed: {error}')
+            return TransitionCallbackReturn.FAILURE
+        self._diagnostics_publisher = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
+        self._diagnostics_timer = self.create_timer(
+            values['diagnostics_period_s'], self._publish_diagnostics
+        )
+        self.get_logger().info(f'configured: models {config.models}, modes {config.modes}')
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
+        """Bind and start serving."""
+        try:
+            endpoint = self._server.start()
+        except OSError as error:
+            self.get_logger().error(f'activate failed: {error}')
+            return TransitionCallbackReturn.FAILURE
+        self.get_logger().info(f'serving on {endpoint}')
+        return super().on_activate(state)
+
+    def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
+        """Stop serving; robots fall back to local inference until reactivation."""
+        self._server.stop()
+        return super().on_deactivate(state)
+
+    def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:
+        """Release models and the diagnostics timer."""
+        self._release()
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_shutdown(self, state: LifecycleState) -> TransitionCallbackReturn:
+        """Stop serving and release everything."""
+        self._release()
+        return TransitionCallbackReturn.SUCCESS
+
+    def _release(self) -> None:
+        if self._server is not None:
+            self._server.stop()
+            self._server = None
+        if self._diagnostics_timer is not None:
+            self.destroy_timer(self._diagnostics_timer)
+            self._diagnostics_timer = None
+        if self._diagnostics_publisher is not None:
+            self.destroy_publisher(self._diagnostics_publisher)
+            self._diagnostics_publisher = None
+
+    def _publish_diagnostics(self) -> None:
+        server = self._server
+        if server is None or self._diagnostics_publisher is None:
+            return
+        stats = server.stats()
+        serving = server.serving
+        status = DiagnosticStatus(
+            name=f'{self.get_name()}: edge server',
+            hardware_id=server.config.server_id,
+            level=DiagnosticStatus.OK if serving else DiagnosticStatus.WARN,
+            message='serving' if serving else 'configured, not serving (inactive)',
+        )
+        load = stats.inflight / stats.worker_threads
+        values = {
+            'endpoint': stats.endpoint,
+            'sessions': stats.sessions,
+            'inflight': stats.inflight,
+            'load (inflight per worker)': f'{load:.2f}',
+            'requests_total': stats.requests_total,
+            'errors_total': stats.errors_total,
+            'rejected_total': stats.rejected_total,
+            'malformed_total': stats.malformed_total,
+            'auth_failures_total': stats.auth_failures_total,
+            'protocol_version': protocol.PROTOCOL_VERSION,
+        }
+        for name, latency in stats.models.items():
+            values[f'{name} requests'] = latency.count
+            values[f'{name} latency mean ms'] = f'{latency.mean_s * 1e3:.2f}'
+            values[f'{name} latency p50 ms'] = f'{latency.p50_s * 1e3:.2f}'
+            values[f'{name} latency p95 ms'] = f'{latency.p95_s * 1e3:.2f}'
+        status.values = [KeyValue(key=key, value=str(value)) for key, value in values.items()]
+        array = DiagnosticArray(status=[status])
+        array.header.stamp = self.get_clock().now().to_msg()
+        self._diagnostics_publisher.publish(array)
+
+
+def main(args: list[str] | None = None) -> int:
+    """Run the edge server node until shutdown."""
+    rclpy.init(args=args)
+    node = EdgeServerNode()
+    executor = MultiThreadedExecutor(num_threads=2)
+    executor.add_node(node)
+    try:
+        if node.get_parameter('autostart').value:
+            if node.trigger_configure() != TransitionCallbackReturn.SUCCESS:
+                return 1
+            if node.trigger_activate() != TransitionCallbackReturn.SUCCESS:
+                return 1
+        executor.spin()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        node._release()
+        node.destroy_node()
+        rclpy.try_shutdown()
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,560 @@
+# Copyright 2026 The edge_offload authors
+# SPDX-License-Identifier: Apache-2.0
+"""``offload_bridge``: the robot side of offloading as a ROS 2 lifecycle node.
+
+Serves the ``offload`` action (``offload_interfaces/action/Offload``): each goal names a
+model and carries its inputs; the result holds the outputs, the mode that produced them,
+whether the bridge fell back to local inference and why, and what it cost.
+
+* Goals run in parallel on ``parallel_goals`` worker threads, fed by a bounded queue of
+  ``max_queued_goals``; a goal that finds the queue full is aborted at once with
+  ``ERROR_QUEUE_FULL``. The action callbacks never block the executor: the execute
+  callback awaits a future that a worker completes.
+* ``mode`` (a parameter, changeable at run time) selects the offloading mode for goals
+  that name none. When the server is unreachable, refuses this robot's key, errs, or
+  misses the part of the deadline left after a local run, the bridge runs the model
+  locally and says so in the result, in ``/diagnostics`` and in its log
+  (``fallback_to_local: false`` turns that into ``ERROR_SERVER_UNAVAILABLE``). The
+  connection reconnects by itself; offloading resumes when the server is back.
+* A goal still queued at its deadline ends with ``ERROR_DEADLINE_EXCEEDED``; a result
+  that is ready only after the deadline keeps its outputs and carries the same code.
+* The link monitor publishes ``link_state`` (``offload_interfaces/LinkState``) at
+  ``link_state_rate_hz``.
+
+configure connects (in the background) and builds and warms up the models named in
+``models``; activate starts accepting goals; deactivate rejects new goals; cleanup
+closes the connection. ``autostart`` does configure + activate at start-up.
+"""
+
+from __future__ import annotations
+
+import math
+import queue
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import rclpy
+import torch
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from rcl_interfaces.msg import SetParametersResult
+from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.action.server import ServerGoalHandle
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
+from rclpy.parameter import Parameter
+from rclpy.task import Future
+
+from edge_offload import protocol
+from edge_offload.api import Offloader, OffloaderConfig
+from edge_offload.client import ClientConfig
+from edge_offload.image_convert import ImageFormatError, image_to_tensor
+from edge_offload.keys import KeyFileError
+from edge_offload.models import UnknownModelError
+from edge_offload.modes.base import ErrorCode, OffloadError, Stage, available_modes
+from edge_offload.ros_logging import forward_python_logging
+from edge_offload.ros_params import ParamSpec, declare_parameters, parameter_values
+from edge_offload.tensor_blob import TensorBlobError, from_tensor_blob, to_tensor_blob
+from offload_interfaces.action import Offload
+from offload_interfaces.msg import LinkState
+
+_KEYS = '~/.local/share/edge_offload/keys'
+PARAMETERS = (
+    ParamSpec('server_endpoint', 'tcp://127.0.0.1:5555', 'Edge server endpoint to connect to'),
+    ParamSpec('client_name', 'robot', 'Name this robot gives the server (logs, sessions)'),
+    ParamSpec('mode', 'nnto', 'Offloading mode for goals that name none (run-time switchable)'),
+    ParamSpec('fallback_to_local', True, 'Run locally when the chosen mode cannot finish'),
+    ParamSpec('security', 'curve', "'curve' (authenticated) or 'plaintext'"),
+    ParamSpec('allow_plaintext', False, "Must be true for security 'plaintext'"),
+    ParamSpec('secret_key_file', f'{_KEYS}/robot.key_secret', "This robot's NAME.key_secret"),
+    ParamSpec('server_public_key_file', f'{_KEYS}/server.key', "The server's public NAME.key"),
+    ParamSpec('models', ['tiny_cnn'], 'Models built and warmed up at configure; others refused'),
+    ParamSpec('max_queued_goals', 16, 'Goals waiting or running before new ones abort', 1, 4096),
+    ParamSpec('parallel_goals', 2, 'Goals processed at the same time', 1, 64),
+    ParamSpec('request_timeout_s', 10.0, 'Server time limit for goals without deadline', 0.01),
+    ParamSpec(
+        'max_message_bytes',
+        protocol.DEFAULT_MAX_MESSAGE_BYTES,
+        'Largest request or reply on the wire, and largest input tensor, bytes',
+        1024,
+        2**31,
+    ),
+    ParamSpec('ping_interval_s', 0.2, 'Active RTT probe period', 0.01, 10.0),
+    ParamSpec('liveness_timeout_s', 3.0, 'Server silent this long counts as lost', 0.1, 600.0),
+    ParamSpec('link_state_rate_hz', 5.0, 'LinkState publishing rate', 0.1, 100.0),
+    ParamSpec('link_window_s', 1.0, 'Bandwidth estimation window', 0.1, 60.0),
+    ParamSpec('diagnostics_period_s', 1.0, 'Diagnostics publishing period', 0.05, 60.0),
+    ParamSpec('autostart', False, 'Configure and activate at start-up', read_only=True),
+)
+# Parameters applied at once; the others take effect at the next configure.
+_RUNTIME_PARAMETERS = frozenset({'mode', 'fallback_to_local'})
+
+
+@dataclass
+class _Job:
+    goal_handle: ServerGoalHandle
+    accepted_at: float
+    deadline: float | None
+    done: Future = field(default_factory=Future)
+    cancel: threading.Event = field(default_factory=threading.Event)
+    rejected_reason: str = ''
+
+
+class OffloadBridgeNode(LifecycleNode):
+    """Serve the Offload action through the configured offloading mode."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__('offload_bridge', **kwargs)
+        declare_parameters(self, PARAMETERS)
+        forward_python_logging(self)
+        self.add_on_set_parameters_callback(self._on_set_parameters)
+        self._offloader: Offloader | None = None
+        self._active = False
+        self._jobs: queue.Queue[_Job | None] | None = None
+        self._workers: list[threading.Thread] = []
+        self._action_server: ActionServer | None = None
+        self._status_publishers: list = []
+        self._status_timers: list = []
+        self._result_ready_guard = None
+        self._server_id = ''
+        self._max_input_bytes = protocol.DEFAULT_MAX_MESSAGE_BYTES
+        self._goal_lock = threading.Lock()
+        self._job_of_goal: dict[bytes, _Job] = {}
+        self._release_lock = threading.Lock()
+
+    # -- parameters --------------------------------------------------------------------
+
+    def _on_set_parameters(self, parameters: list[Parameter]) -> SetParametersResult:
+        for parameter in parameters:
+            if parameter.name == 'mode':
+                modes = available_modes()
+                if parameter.value not in modes:
+                    return SetParametersResult(
+                        successful=False,
+                        reason=f'unknown mode {parameter.value!r}; available: {modes}',
+                    )
+                if self._offloader is not None:
+                    self._offloader.set_mode(parameter.value)
+                    self.get_logger().info(f'mode switched to {parameter.value}')
+            elif parameter.name == 'fallback_to_local' and self._offloader is not None:
+                self._offloader.config.fallback_to_local = bool(parameter.value)
+            elif parameter.name == 'security' and parameter.value not in ('curve', 'plaintext'):
+                return SetParametersResult(
+                    successful=False, reason="security must be 'curve' or 'plaintext'"
+                )
+            elif self._offloader is not None and parameter.name not in _RUNTIME_PARAMETERS:
+                self.get_logger().info(f'{parameter.name} takes effect at the next configure')
+        return SetParametersResult(successful=True)
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
+        """Connect to the server (in the background) and warm up the local models."""
+        values = parameter_values(self, PARAMETERS)
+        try:
+            client_config = ClientConfig(
+                endpoint=values['server_endpoint'],
+                client_name=values['client_name'],
+                security=values['security'],
+                allow_plaintext=values['allow_plaintext'],
+                secret_key_file=values['secret_key_file'],
+                server_public_key_file=values['server_public_key_file'],
+                max_message_bytes=values['max_message_bytes'],
+                request_timeout_s=values['request_timeout_s'],
+                ping_interval_s=values['ping_interval_s'],
+                liveness_timeout_s=values['liveness_timeout_s'],
+            )
+            self._offloader = Offloader(
+                OffloaderConfig(
+                    mode=values['mode'],
+                    fallback_to_local=values['fallback_to_local'],
+                    client=client_config,
+                    local_models=values['models'],
+                    link_window_s=values['link_window_s'],
+                )
+            )
+        except (ValueError, KeyError, KeyFileError) as error:
+            self.get_logger().error(f'configure failed: {error}')
+            return TransitionCallbackReturn.FAILURE
+        try:
+            warm_up = self._offloader.warm_up(values['models'])
+        except UnknownModelError as error:
+            self.get_logger().error(f'configure failed: {error}')
+            self._offloader.close()
+            self._offloader = None
+            return TransitionCallbackReturn.FAILURE
+        self._server_id = values['server_endpoint']
+        self._max_input_bytes = values['max_message_bytes']
+        timer_group = MutuallyExclusiveCallbackGroup()
+        link_publisher = self.create_publisher(LinkState, 'link_state', 10)
+        diagnostics_publisher = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
+        self._status_publishers = [link_publisher, diagnostics_publisher]
+        self._status_timers = [
+            self.create_timer(
+                1.0 / values['link_state_rate_hz'],
+                lambda: link_publisher.publish(self._link_state()),
+                callback_group=timer_group,
+            ),
+            self.create_timer(
+                values['diagnostics_period_s'],
+                lambda: diagnostics_publisher.publish(self._diagnostics()),
+                callback_group=timer_group,
+            ),
+        ]
+        self._result_ready_guard = self.create_guard_condition(lambda: None)
+        self._jobs = queue.Queue(maxsize=values['max_queued_goals'])
+        self._workers = [
+            threading.Thread(
+                target=self._work, args=(self._jobs,), name=f'offload-worker-{index}', daemon=True
+            )
+            for index in range(values['parallel_goals'])
+        ]
+        for worker in self._workers:
+            worker.start()
+        self._action_server = ActionServer(
+            self,
+            Offload,
+            'offload',
+            execute_callback=self._execute,
+            goal_callback=self._on_goal,
+            handle_accepted_callback=self._on_accepted,
+            cancel_callback=self._on_cancel,
+            callback_group=ReentrantCallbackGroup(),
+        )
+        timings = ', '.join(f'{name} {seconds * 1e3:.0f} ms' for name, seconds in warm_up.items())
+        self.get_logger().info(
+            f'configured: mode {values["mode"]}, server {values["server_endpoint"]}, '
+            f'local warm-up {timings}'
+        )
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
+        """Start accepting goals."""
+        self._active = True
+        return super().on_activate(state)
+
+    def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
+        """Reject new goals (queued ones still finish)."""
+        self._active = False
+        return super().on_deactivate(state)
+
+    def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:
+        """Close the connection and release workers, timers and the action server."""
+        self.release()
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_shutdown(self, state: LifecycleState) -> TransitionCallbackReturn:
+        """Release everything."""
+        self.release()
+        return TransitionCallbackReturn.SUCCESS
+
+    def release(self) -> None:
+        """Stop the workers, close the connection, destroy ROS entities (idempotent)."""
+        with self._release_lock:
+            self._active = False
+            jobs, self._jobs = self._jobs, None
+            workers, self._workers = self._workers, []
+            if jobs is not None:
+                # Queued goals end as cancelled; then one stop marker per worker.
+                while True:
+                    try:
+                        job = jobs.get_nowait()
+                    except queue.Empty:
+                        break
+                    if job is not None:
+                        job.done.set_result(
+                            _error_result(ErrorCode.CANCELED, 'bridge shutting down')
+                        )
+                for _ in workers:
+                    jobs.put(None)
+            for worker in workers:
+                worker.join(timeout=30.0)
+            if self._action_server is not None:
+                self._action_server.destroy()
+                self._action_server = None
+            for timer in self._status_timers:
+                self.destroy_timer(timer)
+            for publisher in self._status_publishers:
+                self.destroy_publisher(publisher)
+            self._status_timers, self._status_publishers = [], []
+            if self._result_ready_guard is not None:
+                self.destroy_guard_condition(self._result_ready_guard)
+                self._result_ready_guard = None
+            if self._offloader is not None:
+                self._offloader.close()
+                self._offloader = None
+
+    # -- action ------------------------------------------------------------------------
+
+    def _on_goal(self, goal: Offload.Goal) -> GoalResponse:
+        if not self._active or self._offloader is None:
+            self.get_logger().warning(f'rejected a goal for {goal.model!r}: bridge not active')
+            return GoalResponse.REJECT
+        return GoalResponse.ACCEPT
+
+    def _on_accepted(self, goal_handle: ServerGoalHandle) -> None:
+        now = time.monotonic()
+        deadline_s = goal_handle.request.deadline.sec + goal_handle.request.deadline.nanosec * 1e-9
+        job = _Job(goal_handle, now, now + deadline_s if deadline_s > 0 else None)
+        with self._goal_lock:
+            self._job_of_goal[bytes(goal_handle.goal_id.uuid)] = job
+        jobs = self._jobs
+        try:
+            if jobs is None:
+                raise queue.Full
+            jobs.put_nowait(job)
+        except queue.Full:
+            job.rejected_reason = 'offload queue full: too many goals waiting'
+            job.done.set_result(
+                _error_result(ErrorCode.QUEUE_FULL, job.rejected_reason, queue_time_s=0.0)
+            )
+        goal_handle.execute()
+
+    def _on_cancel(self, goal_handle: ServerGoalHandle) -> CancelResponse:
+        with self._goal_lock:
+            job = self._job_of_goal.get(bytes(goal_handle.goal_id.uuid))
+        if job is not None:
+            job.cancel.set()
+        return CancelResponse.ACCEPT
+
+    async def _execute(self, goal_handle: ServerGoalHandle) -> Offload.Result:
+        key = bytes(goal_handle.goal_id.uuid)
+        with self._goal_lock:
+            job = self._job_of_goal[key]
+        try:
+            result = await job.done
+        finally:
+            with self._goal_lock:
+                del self._job_of_goal[key]
+        if result.error_code == Offload.Result.ERROR_CANCELED and goal_handle.is_cancel_requested:
+            goal_handle.canceled()
+        elif result.error_code == Offload.Result.ERROR_NONE:
+            goal_handle.succeed()
+        else:
+            goal_handle.abort()
+        return result
+
+    def _work(self, jobs: queue.Queue[_Job | None]) -> None:
+        while True:
+            job = jobs.get()
+            if job is None:
+                return
+            try:
+                result = self._run(job)
+            except Exception as error:  # noqa: BLE001 - every goal must get a result
+                self.get_logger().error(f'goal failed unexpectedly: {error!r}')
+                result = _error_result(ErrorCode.INTERNAL, repr(error))
+            job.done.set_result(result)
+            if self._result_ready_guard is not None:
+                self._result_ready_guard.trigger()
+
+    def _run(self, job: _Job) -> Offload.Result:
+        goal: Offload.Goal = job.goal_handle.request
+        started = time.monotonic()
+        queue_time_s = started - job.accepted_at
+        if job.cancel.is_set():
+            return _error_result(ErrorCode.CANCELED, 'cancelled while queued', queue_time_s)
+        if job.deadline is not None and started >= job.deadline:
+            return _error_result(
+                ErrorCode.DEADLINE_EXCEEDED,
+                f'deadline passed while queued ({queue_time_s:.3f} s in the queue)',
+                queue_time_s,
+            )
+        try:
+            inputs = self._decode_inputs(goal)
+        except OffloadError as error:
+            return _error_result(error.code, str(error), queue_time_s)
+        offloader = self._offloader
+        if offloader is None:
+            return _error_result(ErrorCode.SERVER_UNAVAILABLE, 'bridge shutting down')
+
+        def progress(stage: Stage, bytes_up: int, bytes_down: int) -> None:
+            feedback = Offload.Feedback(
+                stage=int(stage),
+                bytes_up=bytes_up,
+                bytes_down=bytes_down,
+                elapsed_s=time.monotonic() - job.accepted_at,
+            )
+            job.goal_handle.publish_feedback(feedback)
+
+        try:
+            outcome = offloader.infer(
+                goal.model,
+                inputs,
+                mode=goal.mode or None,
+                deadline=job.deadline,
+                cancel=job.cancel,
+                progress=progress,
+            )
+        except OffloadError as error:
+            return _error_result(error.code, str(error), queue_time_s)
+        result = Offload.Result(
+            mode_used=outcome.mode_used,
+            fell_back=outcome.fell_back,
+            fallback_reason=outcome.fallback_reason,
+        )
+        try:
+            result.outputs = [
+                to_tensor_blob(name, _to_numpy(tensor)) for name, tensor in outcome.outputs.items()
+            ]
+        except TensorBlobError as error:
+            return _error_result(ErrorCode.INTERNAL, f'cannot pack outputs: {error}')
+        if outcome.late:
+            late_by = time.monotonic() - job.deadline
+            result.error_code = Offload.Result.ERROR_DEADLINE_EXCEEDED
+            result.error_message = f'result ready {late_by:.3f} s after the deadline'
+        stats = outcome.stats
+        result.stats.bytes_up = stats.bytes_up
+        result.stats.bytes_down = stats.bytes_down
+        result.stats.round_trips = stats.round_trips
+        result.stats.queue_time_s = queue_time_s
+        result.stats.local_compute_time_s = stats.local_compute_time_s
+        result.stats.server_compute_time_s = stats.server_compute_time_s
+        result.stats.total_time_s = stats.total_time_s
+        return result
+
+    def _decode_inputs(self, goal: Offload.Goal) -> dict[str, torch.Tensor]:
+        inputs: dict[str, torch.Tensor] = {}
+        try:
+            for blob in goal.inputs:
+                array = from_tensor_blob(blob, max_bytes=self._max_input_bytes)
+                inputs[blob.name] = torch.from_numpy(array)
+        except TensorBlobError as error:
+            too_large = 'over the limit' in str(error)
+            code = ErrorCode.INPUT_TOO_LARGE if too_large else ErrorCode.INVALID_INPUT
+            raise OffloadError(f'input tensor: {error}', code) from None
+        if len(goal.images) != len(goal.image_input_names):
+            raise OffloadError(
+                f'{len(goal.images)} images but {len(goal.image_input_names)} image input names',
+                ErrorCode.INVALID_INPUT,
+            )
+        for name, image in zip(goal.image_input_names, goal.images, strict=True):
+            if len(image.data) > self._max_input_bytes:
+                raise OffloadError(
+                    f'image {name!r} is {len(image.data)} bytes; the limit is '
+                    f'{self._max_input_bytes}',
+                    ErrorCode.INPUT_TOO_LARGE,
+                )
+            try:
+                inputs[name] = image_to_tensor(
+                    image.height,
+                    image.width,
+                    image.encoding,
+                    image.is_bigendian,
+                    image.step,
+                    bytes(image.data),
+                )
+            except ImageFormatError as error:
+                raise OffloadError(f'image {name!r}: {error}', ErrorCode.INVALID_INPUT) from None
+        return inputs
+
+    # -- status ------------------------------------------------------------------------
+
+    def _link_state(self) -> LinkState:
+        message = LinkState()
+        message.header.stamp = self.get_clock().now().to_msg()
+        offloader = self._offloader
+        message.server_id = self._server_id
+        if offloader is None:
+            message.uplink_bandwidth_bps = message.downlink_bandwidth_bps = math.nan
+            message.rtt_s = message.rtt_stddev_s = math.nan
+            return message
+        estimate = offloader.link_estimate()
+        message.connected = estimate.connected
+        message.uplink_bandwidth_bps = estimate.uplink_bandwidth_bps
+        message.downlink_bandwidth_bps = estimate.downlink_bandwidth_bps
+        message.rtt_s = estimate.rtt_s
+        message.rtt_stddev_s = estimate.rtt_stddev_s
+        message.loss_ratio = estimate.loss_ratio
+        message.window_s = estimate.window_s
+        message.sample_count = estimate.sample_count
+        message.source = estimate.source
+        return message
+
+    def _diagnostics(self) -> DiagnosticArray:
+        array = DiagnosticArray()
+        array.header.stamp = self.get_clock().now().to_msg()
+        offloader = self._offloader
+        if offloader is None:
+            return array
+        status = offloader.status()
+        link = offloader.link_estimate()
+        connected = status.connection == 'connected'
+        if not self._active:
+            level, text = DiagnosticStatus.WARN, 'inactive: goals are rejected'
+        elif connected:
+            level, text = DiagnosticStatus.OK, f'offloading in {status.mode}'
+        elif offloader.config.fallback_to_local:
+            level = DiagnosticStatus.WARN
+            text = f'falling back to local inference: {status.connection_reason}'
+        else:
+            level = DiagnosticStatus.ERROR
+            text = f'edge server unavailable, fallback disabled: {status.connection_reason}'
+        jobs = self._jobs
+        values = {
+            'mode': status.mode,
+            'server': self._server_id,
+            'connection': status.connection,
+            'connection_reason': status.connection_reason,
+            'requests': status.requests,
+            'offloaded': status.offloaded,
+            'fallbacks': status.fallbacks,
+            'failures': status.failures,
+            'last_fallback_reason': status.last_fallback_reason,
+            'queued_goals': jobs.qsize() if jobs is not None else 0,
+            'uplink_mbps': f'{link.uplink_bandwidth_bps / 1e6:.2f}',
+            'downlink_mbps': f'{link.downlink_bandwidth_bps / 1e6:.2f}',
+            'rtt_ms': f'{link.rtt_s * 1e3:.2f}',
+        }
+        array.status = [
+            DiagnosticStatus(
+                level=level,
+                name=f'{self.get_name()}: offloading',
+                message=text,
+                hardware_id=self._server_id,
+                values=[KeyValue(key=key, value=str(value)) for key, value in values.items()],
+            )
+        ]
+        return array
+
+
+def _to_numpy(tensor: torch.Tensor) -> np.ndarray:
+    tensor = tensor.detach().cpu()
+    if tensor.dtype == torch.bfloat16:
+        tensor = tensor.to(torch.float32)
+    return tensor.numpy()
+
+
+def _error_result(code: ErrorCode, message: str, queue_time_s: float = 0.0) -> Offload.Result:
+    result = Offload.Result(error_code=int(code), error_message=message)
+    result.stats.queue_time_s = queue_time_s
+    return result
+
+
+def main(args: list[str] | None = None) -> int:
+    """Run the offload bridge node until shutdown."""
+    rclpy.init(args=args)
+    node = OffloadBridgeNode()
+    executor = MultiThreadedExecutor(num_threads=4)
+    executor.add_node(node)
+    try:
+        if node.get_parameter('autostart').value:
+            if node.trigger_configure() != TransitionCallbackReturn.SUCCESS:
+                return 1
+            if node.trigger_activate() != TransitionCallbackReturn.SUCCESS:
+                return 1
+        executor.spin()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        node.release()
+        node.destroy_node()
+        rclpy.try_shutdown()
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,72 @@
+# Copyright 2026 The edge_offload authors
+# SPDX-License-Identifier: Apache-2.0
+"""Declare a node's parameters from one table: default, description, range, read-only.
+
+Each entry becomes ``declare_parameter(name, default, ParameterDescriptor(...))`` with
+the description and (for numbers) the allowed range, so ``ros2 param describe`` shows
+them and rclpy rejects out-of-range values before the node sees them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    """One parameter: name, default, what it means, and its allowed range."""
+
+    name: str
+    default: Any
+    description: str
+    min_value: float | None = None
+    max_value: float | None = None
+    read_only: bool = False
+
+
+def declare_parameters(node: Node, specs: Sequence[ParamSpec]) -> None:
+    """Declare every parameter in ``specs`` on ``node``."""
+    for spec in specs:
+        descriptor = ParameterDescriptor(description=spec.description, read_only=spec.read_only)
+        if spec.min_value is not None or spec.max_value is not None:
+            if isinstance(spec.default, bool):
+                raise TypeError(f'{spec.name}: a boolean parameter has no range')
+            if isinstance(spec.default, int):
+                descriptor.integer_range = [
+                    IntegerRange(
+                        from_value=int(spec.min_value if spec.min_value is not None else -(2**62)),
+                        to_value=int(spec.max_value if spec.max_value is not None else 2**62),
+                        step=0,
+                    )
+                ]
+            else:
+                descriptor.floating_point_range = [
+                    FloatingPointRange(
+                        from_value=float(
+                            spec.min_value if spec.min_value is not None else -1.0e300
+                        ),
+                        to_value=float(spec.max_value if spec.max_value is not None else 1.0e300),
+                        step=0.0,
+                    )
+                ]
+        if isinstance(spec.default, list) and not spec.default:
+            node.declare_parameter(spec.name, Parameter.Type.STRING_ARRAY, descriptor)
+        else:
+            node.declare_parameter(spec.name, spec.default, descriptor)
+
+
+def parameter_values(node: Node, specs: Sequence[ParamSpec]) -> dict[str, Any]:
+    """Return the current value of every parameter in ``specs``."""
+    values = {}
+    for spec in specs:
+        value = node.get_parameter(spec.name).value
+        if value is None and isinstance(spec.default, list):
+            value = []
+        values[spec.name] = list(value) if isinstance(value, list | tuple) else value
+    return values
