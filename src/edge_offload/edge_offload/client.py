@@ -468,6 +468,12 @@ class EdgeClient:
                 self._set_state(ConnectionState.CONNECTING, 'transport up, saying hello')
                 self._send(self._hello())
             elif kind == zmq.EVENT_DISCONNECTED:
+                refused = self.state in (
+                    ConnectionState.UNAUTHENTICATED,
+                    ConnectionState.INCOMPATIBLE,
+                )
+                if refused and not self._handshake_done:
+                    continue  # the refusal that caused this disconnect says more
                 self._lost_connection('connection to the edge server lost')
             elif kind == zmq.EVENT_HANDSHAKE_FAILED_AUTH:
                 self._lost_connection(

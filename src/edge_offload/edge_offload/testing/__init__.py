@@ -7,12 +7,22 @@ from edge_offload.testing.graph_wait import (
     wait_for_publishers,
     wait_for_subscribers,
 )
+from edge_offload.testing.offload import (
+    KeySet,
+    free_tcp_port,
+    make_test_keys,
+    resident_memory_bytes,
+)
 from edge_offload.testing.packages import installed_package_manifest
 from edge_offload.testing.processes import ProcessGroup
 from edge_offload.testing.ros_domain import reserve_domain_id
 
 __all__ = [
     'ProcessGroup',
+    'KeySet',
+    'free_tcp_port',
+    'make_test_keys',
+    'resident_memory_bytes',
     'installed_package_manifest',
     'reserve_domain_id',
     'spin_until',
