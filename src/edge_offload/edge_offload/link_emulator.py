@@ -1,0 +1,1105 @@
+# Copyright 2026 The edge_offload authors
+# SPDX-License-Identifier: Apache-2.0
+"""User-space TCP link emulator: a relay that shapes bandwidth and adds delay and jitter.
+
+``LinkEmulator`` listens on a TCP port; for every accepted connection it connects to the
+upstream server and relays bytes both ways. Uplink is client -> upstream, downlink is
+upstream -> client. Each direction is one emulated bottleneck link shared by all
+connections (one FIFO byte queue and one scheduler per direction), modelled on mahimahi:
+
+* **Bandwidth.** At each delivery opportunity up to ``PACKET_BYTES`` (1500) bytes leave the
+  queue; an opportunity that finds the queue empty is wasted. Opportunities come from a
+  ``DeliveryTrace`` (a mahimahi trace, replayed cyclically from the moment it was set), or
+  every ``1500 * 8 / rate`` seconds for a constant rate, or the link is unlimited.
+* **Delay.** Bytes that leave the queue at time ``t`` reach the far socket at
+  ``t + delay + jitter``, with jitter drawn from a normal distribution of the given standard
+  deviation, truncated so the delay stays >= 0. Bytes are never reordered: a chunk is never
+  delivered before the chunk ahead of it in the same stream.
+* **Queue.** The bottleneck queue holds at most ``queue_bytes``; when it is full the relay
+  stops reading the sending socket, so TCP flow control pushes back on the sender. Nothing
+  is ever dropped (this relays byte streams, not packets).
+
+The scheduler is batched: on each wake-up it counts the opportunities since the last one
+and releases that many bytes, each chunk stamped with the exact time of the opportunity
+that carried its last byte, so a late wake-up delays nothing beyond the configured delay.
+While a link is busy it wakes about once a millisecond; with a one-way delay under 0.5 ms,
+bytes may arrive up to 0.5 ms late. One thread runs everything (``select``, so at most
+about 500 simultaneous connections).
+
+Not emulated: the TCP handshake (the client's connect completes at once; the relay
+connects upstream without delay), packet loss, and the kernel socket buffers on either side
+of the relay (they hold data beyond ``queue_bytes``). Half-close is relayed: when one side
+shuts down its sending direction, the relay delivers what is queued, then shuts down the
+other socket's sending direction; the pair is closed when both directions have ended, or at
+once on an error (upstream refused, connection reset), which is logged.
+
+Run-time changes (``set_uplink``, ``set_downlink``, ``set_delay``) apply to bytes that have
+not left the queue yet. The CLI (``python -m edge_offload.link_emulator --help``) prints
+``link_emulator listening on HOST:PORT`` once it accepts connections and runs until SIGINT or
+SIGTERM.
+"""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import heapq
+import itertools
+import logging
+import math
+import queue
+import selectors
+import signal
+import socket
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import numpy as np
+
+from edge_offload.link_traces import PACKET_BYTES, DeliveryTrace
+
+_LOGGER = logging.getLogger('edge_offload.link_emulator')  # also when run with -m
+
+UPLINK = 'uplink'
+DOWNLINK = 'downlink'
+
+DEFAULT_QUEUE_BYTES = 2_000_000
+# Bytes a direction may hold past its bottleneck queue (delay line and unsent backlog): a
+# memory cap that only binds for unlimited links or rate x delay products above it.
+MAX_IN_FLIGHT_BYTES = 64 * 1024 * 1024
+
+_BITS_PER_OPPORTUNITY = PACKET_BYTES * 8
+_READ_BYTES = 65536
+# A chunk released in one wake-up is scheduled in pieces of at most this many bytes.
+_PIECE_BYTES = 8 * PACKET_BYTES
+# A link with a backlog wakes about this often; never later than its delay allows, nor more
+# often than every _MIN_BATCH_S when the delay is shorter. An idle link that receives bytes
+# wakes at its next opportunity.
+_BATCH_S = 0.001
+_MIN_BATCH_S = 0.0005
+# select() returns some time after its timeout (about 0.2 ms in small VMs): the loop learns
+# how late (a moving average, at most this much) and asks to wake that much earlier.
+_MAX_OVERSHOOT_S = 0.0005
+_OVERSHOOT_GAIN = 0.1
+_CONNECT_TIMEOUT_S = 10.0
+_COMMAND_TIMEOUT_S = 10.0
+_STOP_TIMEOUT_S = 10.0
+# select() handles file descriptors below FD_SETSIZE (1024) only.
+_MAX_FD = 1023
+
+_DELIVER = 0
+_EOF = 1
+_WAKE = 2
+_CONNECT_TIMEOUT = 3
+
+
+@dataclass(frozen=True)
+class DirectionConfig:
+    """One direction of the emulated link.
+
+    ``rate_bps`` (constant rate) and ``trace`` are exclusive; with neither the bandwidth is
+    unlimited. ``delay_s`` is the one-way delay; ``jitter_s`` the standard deviation of the
+    one-way delay (normal, truncated at zero delay).
+    """
+
+    rate_bps: float | None = None
+    trace: DeliveryTrace | None = None
+    delay_s: float = 0.0
+    jitter_s: float = 0.0
+    queue_bytes: int = DEFAULT_QUEUE_BYTES
+
+    def __post_init__(self) -> None:
+        """Check that the values describe a link."""
+        _check_bandwidth(self.rate_bps, self.trace)
+        _check_delay(self.delay_s, self.jitter_s)
+        if isinstance(self.queue_bytes, bool) or not isinstance(self.queue_bytes, int):
+            raise TypeError(f'queue_bytes must be an int, got {self.queue_bytes!r}')
+        if self.queue_bytes < 1:
+            raise ValueError(f'queue_bytes must be >= 1, got {self.queue_bytes}')
+
+
+@dataclass(frozen=True)
+class LinkEmulatorConfig:
+    """Where the emulator listens, where it relays to, and the link in each direction."""
+
+    listen_host: str
+    listen_port: int
+    upstream_host: str
+    upstream_port: int
+    uplink: DirectionConfig = field(default_factory=DirectionConfig)
+    downlink: DirectionConfig = field(default_factory=DirectionConfig)
+    # Seeds the jitter; None draws fresh entropy.
+    seed: int | None = 0
+
+    def __post_init__(self) -> None:
+        """Check the ports."""
+        if not 0 <= self.listen_port <= 65535:
+            raise ValueError(f'listen_port must be in 0..65535, got {self.listen_port}')
+        if not 1 <= self.upstream_port <= 65535:
+            raise ValueError(f'upstream_port must be in 1..65535, got {self.upstream_port}')
+
+    @classmethod
+    def from_rtt(
+        cls,
+        upstream_host: str,
+        upstream_port: int,
+        *,
+        listen_host: str = '127.0.0.1',
+        listen_port: int = 0,
+        rtt_s: float = 0.0,
+        jitter_s: float = 0.0,
+        uplink_bps: float | None = None,
+        downlink_bps: float | None = None,
+        uplink_trace: DeliveryTrace | None = None,
+        downlink_trace: DeliveryTrace | None = None,
+        queue_bytes: int = DEFAULT_QUEUE_BYTES,
+        seed: int | None = 0,
+    ) -> LinkEmulatorConfig:
+        """Build a config with ``rtt_s / 2`` of delay each way and ``jitter_s`` on each way."""
+        _check_delay(rtt_s, jitter_s)
+        return cls(
+            listen_host=listen_host,
+            listen_port=listen_port,
+            upstream_host=upstream_host,
+            upstream_port=upstream_port,
+            uplink=DirectionConfig(uplink_bps, uplink_trace, rtt_s / 2, jitter_s, queue_bytes),
+            downlink=DirectionConfig(
+                downlink_bps, downlink_trace, rtt_s / 2, jitter_s, queue_bytes
+            ),
+            seed=seed,
+        )
+
+
+@dataclass(frozen=True)
+class LinkStats:
+    """Counters of a running emulator (a snapshot)."""
+
+    connections_accepted: int
+    connections_active: int
+    # Accepted connections closed because the upstream could not be reached.
+    connections_failed: int
+    # Bytes written to the destination sockets.
+    uplink_bytes: int
+    downlink_bytes: int
+    # Bytes waiting in the bottleneck queue for a delivery opportunity.
+    uplink_queued_bytes: int
+    downlink_queued_bytes: int
+    # Bytes past the bottleneck, not yet written to their destination socket.
+    uplink_in_flight_bytes: int
+    downlink_in_flight_bytes: int
+
+
+def _check_bandwidth(rate_bps: float | None, trace: DeliveryTrace | None) -> None:
+    if rate_bps is not None and trace is not None:
+        raise ValueError('give a constant rate or a trace, not both')
+    if rate_bps is not None and not (math.isfinite(rate_bps) and rate_bps > 0):
+        raise ValueError(f'rate must be finite and > 0 bit/s, got {rate_bps}')
+    if trace is not None and not isinstance(trace, DeliveryTrace):
+        raise TypeError(f'trace must be a DeliveryTrace, got {type(trace).__name__}')
+
+
+def _check_delay(delay_s: float, jitter_s: float) -> None:
+    for name, value in (('delay', delay_s), ('jitter', jitter_s)):
+        if not (math.isfinite(value) and value >= 0):
+            raise ValueError(f'{name} must be finite and >= 0 s, got {value}')
+
+
+class _Schedule:
+    """The delivery opportunities of one direction, from the moment they were set."""
+
+    __slots__ = ('origin', 'rate_bps', 'trace', 'interval')
+
+    def __init__(self, origin: float, rate_bps: float | None, trace: DeliveryTrace | None):
+        self.origin = origin
+        self.rate_bps = rate_bps
+        self.trace = trace
+        self.interval = _BITS_PER_OPPORTUNITY / rate_bps if rate_bps else None
+
+    @property
+    def unlimited(self) -> bool:
+        return self.trace is None and self.interval is None
+
+    def count_until(self, t: float) -> int:
+        """Return the number of opportunities at times <= t."""
+        if self.trace is not None:
+            return self.trace.count_until(t - self.origin)
+        if t <= self.origin:
+            return 0
+        return math.floor((t - self.origin) / self.interval)
+
+    def time_of(self, index: int) -> float:
+        """Return the time of opportunity ``index`` (0-based)."""
+        if self.trace is not None:
+            return self.origin + self.trace.opportunity_time_s(index)
+        return self.origin + (index + 1) * self.interval
+
+
+class _Link:
+    """One direction: a shared FIFO byte queue drained at the delivery opportunities."""
+
+    def __init__(self, name: str, config: DirectionConfig, rng: np.random.Generator):
+        self.name = name
+        self.queue_limit = config.queue_bytes
+        self.read_size = min(_READ_BYTES, config.queue_bytes)
+        self.delay_s = config.delay_s
+        self.jitter_s = config.jitter_s
+        self.schedule = _Schedule(time.monotonic(), config.rate_bps, config.trace)
+        self.next_index = 0  # first opportunity not yet used or wasted
+        self.chunks: deque[list] = deque()  # [pipe, data, offset], oldest first
+        self.queued_bytes = 0
+        self.in_flight_bytes = 0
+        self.relayed_bytes = 0
+        self.paused: set[_Pipe] = set()  # pipes that stopped reading because the link is full
+        self.wake_at: float | None = None
+        self._rng = rng
+        self._normals: list[float] = []
+
+    def set_bandwidth(self, rate_bps: float | None, trace: DeliveryTrace | None, now: float):
+        self.schedule = _Schedule(now, rate_bps, trace)
+        self.next_index = 0
+
+    def has_room(self) -> bool:
+        if self.in_flight_bytes >= MAX_IN_FLIGHT_BYTES:
+            return False
+        return self.schedule.unlimited or self.queued_bytes + self.read_size <= self.queue_limit
+
+    def one_way_delay(self) -> float:
+        if not self.jitter_s:
+            return self.delay_s
+        for _ in range(8):  # truncated normal: draw again below zero
+            if not self._normals:
+                self._normals = self._rng.standard_normal(1024).tolist()
+            delay = self.delay_s + self.jitter_s * self._normals.pop()
+            if delay >= 0:
+                return delay
+        return 0.0
+
+
+class _Pipe:
+    """One direction of one connection: src socket -> link -> dst socket."""
+
+    __slots__ = (
+        'conn', 'link', 'src', 'dst', 'reading', 'src_eof', 'eof_at', 'eof_scheduled',
+        'fin_pending', 'done', 'queued', 'in_flight', 'out', 'out_bytes', 'write_blocked',
+        'last_delivery',
+    )  # fmt: skip
+
+    def __init__(self, conn: _Connection, link: _Link, src: socket.socket, dst: socket.socket):
+        self.conn = conn
+        self.link = link
+        self.src = src
+        self.dst = dst
+        self.reading = False
+        self.src_eof = False
+        self.eof_at = 0.0
+        self.eof_scheduled = False
+        self.fin_pending = False
+        self.done = False
+        self.queued = 0  # bytes of this pipe in the link queue
+        self.in_flight = 0  # bytes past the queue, not yet due at dst
+        self.out: deque = deque()  # due bytes not yet written to dst
+        self.out_bytes = 0
+        self.write_blocked = False
+        self.last_delivery = 0.0
+
+
+class _Connection:
+    __slots__ = ('ident', 'client', 'upstream', 'up', 'down', 'connected', 'closed', 'masks')
+
+    def __init__(
+        self,
+        ident: int,
+        client: socket.socket,
+        upstream: socket.socket,
+        uplink: _Link,
+        downlink: _Link,
+    ):
+        self.ident = ident
+        self.client = client
+        self.upstream = upstream
+        self.up = _Pipe(self, uplink, client, upstream)
+        self.down = _Pipe(self, downlink, upstream, client)
+        self.connected = False
+        self.closed = False
+        self.masks = {client: 0, upstream: 0}
+
+
+_LISTENER = object()
+_WAKER = object()
+
+
+class LinkEmulator:
+    """A TCP relay that emulates a bottleneck link in each direction (see the module doc)."""
+
+    def __init__(self, config: LinkEmulatorConfig) -> None:
+        self.config = config
+        seeds = [None, None] if config.seed is None else [[config.seed, 0], [config.seed, 1]]
+        self._links = {
+            UPLINK: _Link(UPLINK, config.uplink, np.random.default_rng(seeds[0])),
+            DOWNLINK: _Link(DOWNLINK, config.downlink, np.random.default_rng(seeds[1])),
+        }
+        self._selector: selectors.BaseSelector | None = None
+        self._listener: socket.socket | None = None
+        self._waker_r: socket.socket | None = None
+        self._waker_w: socket.socket | None = None
+        self._thread: threading.Thread | None = None
+        self._address: tuple[str, int] | None = None
+        self._upstream_addr: tuple[int, Any] | None = None
+        self._commands: queue.SimpleQueue = queue.SimpleQueue()
+        self._timers: list[tuple] = []
+        self._sequence = itertools.count()
+        self._connections: set[_Connection] = set()
+        self._next_ident = itertools.count(1)
+        self._stopping = False
+        self._stopped = False
+        self._accepted = 0
+        self._failed = 0
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Bind the listening socket, resolve the upstream and start relaying."""
+        if self._thread is not None or self._stopped:
+            raise RuntimeError('a LinkEmulator can be started once')
+        config = self.config
+        family, _, _, _, sockaddr = socket.getaddrinfo(
+            config.upstream_host, config.upstream_port, type=socket.SOCK_STREAM
+        )[0]
+        self._upstream_addr = (family, sockaddr)
+        listen_info = socket.getaddrinfo(
+            config.listen_host, config.listen_port, type=socket.SOCK_STREAM,
+            flags=socket.AI_PASSIVE,
+        )[0]  # fmt: skip
+        listener = socket.socket(listen_info[0], socket.SOCK_STREAM)
+        try:
+            listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            listener.bind(listen_info[4])
+            listener.listen(128)
+            listener.setblocking(False)
+        except OSError:
+            listener.close()
+            raise
+        self._listener = listener
+        self._address = (config.listen_host, listener.getsockname()[1])
+        self._waker_r, self._waker_w = socket.socketpair()
+        self._waker_r.setblocking(False)
+        self._waker_w.setblocking(False)
+        self._selector = selectors.SelectSelector()  # select() times sub-millisecond waits
+        self._selector.register(listener, selectors.EVENT_READ, _LISTENER)
+        self._selector.register(self._waker_r, selectors.EVENT_READ, _WAKER)
+        now = time.monotonic()
+        for link in self._links.values():
+            link.set_bandwidth(link.schedule.rate_bps, link.schedule.trace, now)
+        self._thread = threading.Thread(target=self._run, name='link_emulator', daemon=True)
+        self._thread.start()
+        _LOGGER.info(
+            'link emulator on %s:%d -> %s:%d; uplink %s; downlink %s',
+            *self._address, config.upstream_host, config.upstream_port,
+            _describe(self._links[UPLINK]), _describe(self._links[DOWNLINK]),
+        )  # fmt: skip
+
+    def stop(self) -> None:
+        """Close every connection and the listening socket, and end the relay thread."""
+        if self._stopped:
+            return
+        self._stopped = True
+        thread = self._thread
+        if thread is None:
+            return
+        self._stopping = True
+        self._wake()
+        thread.join(_STOP_TIMEOUT_S)
+        if thread.is_alive():
+            _LOGGER.error('link emulator thread did not stop within %.0f s', _STOP_TIMEOUT_S)
+        _LOGGER.info('link emulator on %s:%d stopped', *self._address)
+
+    def __enter__(self) -> LinkEmulator:
+        """Start the emulator (unless started) and return it."""
+        if self._thread is None:
+            self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        """Stop the emulator."""
+        self.stop()
+
+    @property
+    def address(self) -> tuple[str, int]:
+        """Return the (host, port) the emulator listens on; the port is the bound one."""
+        if self._address is None:
+            raise RuntimeError('the emulator is not started')
+        return self._address
+
+    @property
+    def port(self) -> int:
+        """Return the bound listening port."""
+        return self.address[1]
+
+    # -- run-time control -------------------------------------------------------------------
+
+    def set_uplink(
+        self, rate_bps: float | None = None, trace: DeliveryTrace | None = None
+    ) -> None:
+        """Change the uplink bandwidth (None and None: unlimited) from now on."""
+        self._set_bandwidth(UPLINK, rate_bps, trace)
+
+    def set_downlink(
+        self, rate_bps: float | None = None, trace: DeliveryTrace | None = None
+    ) -> None:
+        """Change the downlink bandwidth (None and None: unlimited) from now on."""
+        self._set_bandwidth(DOWNLINK, rate_bps, trace)
+
+    def set_delay(self, rtt_s: float, jitter_s: float = 0.0) -> None:
+        """Set ``rtt_s / 2`` of delay and ``jitter_s`` of jitter on each direction."""
+        _check_delay(rtt_s, jitter_s)
+
+        def apply() -> None:
+            for link in self._links.values():
+                link.delay_s = rtt_s / 2
+                link.jitter_s = jitter_s
+
+        self._call_in_loop(apply)
+
+    def schedule_start(self, direction: str) -> float:
+        """Return the ``time.monotonic()`` at which ``direction``'s bandwidth schedule began.
+
+        A trace's time 0 is that moment; it is reset by ``start`` and by ``set_uplink`` /
+        ``set_downlink``.
+        """
+        return self._link(direction).schedule.origin
+
+    def stats(self) -> LinkStats:
+        """Return a snapshot of the counters."""
+        up, down = self._links[UPLINK], self._links[DOWNLINK]
+        return LinkStats(
+            connections_accepted=self._accepted,
+            connections_active=len(self._connections),
+            connections_failed=self._failed,
+            uplink_bytes=up.relayed_bytes,
+            downlink_bytes=down.relayed_bytes,
+            uplink_queued_bytes=up.queued_bytes,
+            downlink_queued_bytes=down.queued_bytes,
+            uplink_in_flight_bytes=up.in_flight_bytes,
+            downlink_in_flight_bytes=down.in_flight_bytes,
+        )
+
+    def _link(self, direction: str) -> _Link:
+        try:
+            return self._links[direction]
+        except KeyError:
+            raise ValueError(f'direction must be {UPLINK!r} or {DOWNLINK!r}') from None
+
+    def _set_bandwidth(
+        self, direction: str, rate_bps: float | None, trace: DeliveryTrace | None
+    ) -> None:
+        _check_bandwidth(rate_bps, trace)
+        link = self._link(direction)
+
+        def apply() -> None:
+            now = time.monotonic()
+            self._advance(link, now)  # what the old bandwidth sent until now
+            link.set_bandwidth(rate_bps, trace, now)
+            if link.wake_at is not None:
+                link.wake_at = None  # the pending wake-up was for the old schedule
+            if link.schedule.unlimited:
+                self._flush_unlimited(link, now)
+            self._schedule_wake(link, now, batch=True)
+            self._resume_paused(link)
+            _LOGGER.info('%s bandwidth set to %s', direction, _describe(link))
+
+        self._call_in_loop(apply)
+
+    def _call_in_loop(self, function: Callable[[], None]) -> None:
+        thread = self._thread
+        if thread is None or not thread.is_alive() or thread is threading.current_thread():
+            function()
+            return
+        future: Future = Future()
+        self._commands.put((function, future))
+        self._wake()
+        future.result(_COMMAND_TIMEOUT_S)
+
+    def _wake(self) -> None:
+        try:
+            self._waker_w.send(b'\0')
+        except (BlockingIOError, OSError):
+            pass  # a wake-up is pending already, or the loop is gone
+
+    # -- event loop -------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        selector = self._selector
+        timers = self._timers
+        overshoot = 0.0
+        try:
+            while not self._stopping:
+                timeout = None
+                if timers:
+                    now = time.monotonic()
+                    timeout = max(0.0, timers[0][0] - now - overshoot)
+                events = selector.select(timeout)
+                if timeout and not events:
+                    late = time.monotonic() - now - timeout
+                    late = min(max(late, 0.0), _MAX_OVERSHOOT_S)
+                    overshoot += _OVERSHOOT_GAIN * (late - overshoot)
+                # Woken early, the next select() has a zero timeout until the timer is due.
+                for key, mask in events:
+                    self._dispatch(key, mask)
+                self._run_commands()
+                self._run_timers()
+        except Exception:
+            _LOGGER.exception('link emulator loop failed')
+        finally:
+            self._close_all()
+
+    def _dispatch(self, key: selectors.SelectorKey, mask: int) -> None:
+        data = key.data
+        if data is _LISTENER:
+            self._accept()
+            return
+        if data is _WAKER:
+            try:
+                while self._waker_r.recv(4096):
+                    pass
+            except BlockingIOError:
+                pass
+            return
+        conn: _Connection = data
+        if conn.closed:
+            return
+        sock = key.fileobj
+        try:
+            if not conn.connected:
+                self._finish_connect(conn)
+                return
+            if mask & selectors.EVENT_WRITE:
+                self._flush(conn.down if sock is conn.client else conn.up)
+            if mask & selectors.EVENT_READ and not conn.closed:
+                self._read(conn.up if sock is conn.client else conn.down)
+        except OSError as exc:
+            self._close(conn, f'{type(exc).__name__}: {exc}', error=True)
+        except Exception:
+            _LOGGER.exception('connection %d: unexpected error', conn.ident)
+            self._close(conn, 'internal error', error=True)
+
+    def _run_commands(self) -> None:
+        while True:
+            try:
+                function, future = self._commands.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                function()
+            except Exception as exc:  # handed back to the calling thread
+                future.set_exception(exc)
+            else:
+                future.set_result(None)
+
+    def _push(self, when: float, kind: int, target: object, data: object = None) -> None:
+        heapq.heappush(self._timers, (when, next(self._sequence), kind, target, data))
+
+    def _run_timers(self) -> None:
+        timers = self._timers
+        now = time.monotonic()
+        while timers and timers[0][0] <= now and not self._stopping:
+            when, _, kind, target, data = heapq.heappop(timers)
+            if kind == _WAKE:
+                if target.wake_at == when:
+                    target.wake_at = None
+                    self._advance(target, now)
+                    self._schedule_wake(target, now, batch=True)
+                    self._resume_paused(target)
+                continue
+            conn = target if kind == _CONNECT_TIMEOUT else target.conn
+            if conn.closed:
+                continue
+            try:
+                if kind == _DELIVER:
+                    self._deliver(target, data)
+                elif kind == _EOF:
+                    target.fin_pending = True
+                    if not target.out:
+                        self._finish(target)
+                elif not conn.connected:
+                    self._failed += 1
+                    self._close(conn, 'upstream connect timed out', error=True)
+            except OSError as exc:
+                self._close(conn, f'{type(exc).__name__}: {exc}', error=True)
+            except Exception:
+                _LOGGER.exception('connection %d: unexpected error', conn.ident)
+                self._close(conn, 'internal error', error=True)
+
+    # -- connections ------------------------------------------------------------------------
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, peer = self._listener.accept()
+            except BlockingIOError:
+                return
+            except OSError as exc:
+                _LOGGER.warning('accept failed: %s', exc)
+                return
+            self._accepted += 1
+            family, sockaddr = self._upstream_addr
+            try:
+                upstream = socket.socket(family, socket.SOCK_STREAM)
+            except OSError as exc:
+                _LOGGER.warning('cannot open an upstream socket: %s', exc)
+                self._failed += 1
+                client.close()
+                continue
+            if max(client.fileno(), upstream.fileno()) > _MAX_FD:
+                _LOGGER.error('too many open files for select(); refusing a connection')
+                self._failed += 1
+                client.close()
+                upstream.close()
+                continue
+            conn = _Connection(
+                next(self._next_ident), client, upstream, self._links[UPLINK],
+                self._links[DOWNLINK],
+            )  # fmt: skip
+            self._connections.add(conn)
+            _LOGGER.debug('connection %d from %s', conn.ident, peer)
+            for sock in (client, upstream):
+                sock.setblocking(False)
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            result = upstream.connect_ex(sockaddr)
+            if result == 0:
+                self._connected(conn)
+            elif result in (errno.EINPROGRESS, errno.EWOULDBLOCK, errno.EALREADY):
+                self._refresh(conn, upstream)
+                self._push(time.monotonic() + _CONNECT_TIMEOUT_S, _CONNECT_TIMEOUT, conn)
+            else:
+                self._failed += 1
+                self._close(conn, f'upstream connect failed: {errno.errorcode.get(result)}')
+
+    def _finish_connect(self, conn: _Connection) -> None:
+        result = conn.upstream.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+        if result in (errno.EINPROGRESS, errno.EALREADY):
+            return
+        if result:
+            self._failed += 1
+            self._close(
+                conn, f'upstream connect failed: {errno.errorcode.get(result, result)}', True
+            )
+            return
+        self._connected(conn)
+
+    def _connected(self, conn: _Connection) -> None:
+        conn.connected = True
+        _LOGGER.debug('connection %d: upstream connected', conn.ident)
+        self._refresh(conn, conn.upstream)
+        self._update_reading(conn.up)
+        self._update_reading(conn.down)
+
+    def _refresh(self, conn: _Connection, sock: socket.socket) -> None:
+        """Register ``sock`` for the events its pipes wait for."""
+        if conn.closed:
+            return
+        if sock is conn.upstream and not conn.connected:
+            mask = selectors.EVENT_WRITE
+        else:
+            source, destination = (
+                (conn.up, conn.down) if sock is conn.client else (conn.down, conn.up)
+            )
+            mask = (selectors.EVENT_READ if source.reading else 0) | (
+                selectors.EVENT_WRITE if destination.write_blocked else 0
+            )
+        old = conn.masks[sock]
+        if mask == old:
+            return
+        if not old:
+            self._selector.register(sock, mask, conn)
+        elif not mask:
+            self._selector.unregister(sock)
+        else:
+            self._selector.modify(sock, mask, conn)
+        conn.masks[sock] = mask
+
+    def _update_reading(self, pipe: _Pipe) -> None:
+        """Read from the pipe's source while the link and the destination have room."""
+        conn = pipe.conn
+        link = pipe.link
+        wanted = (
+            conn.connected
+            and not conn.closed
+            and not pipe.src_eof
+            and pipe.out_bytes < link.queue_limit
+        )
+        room = link.has_room()
+        if wanted and not room:
+            link.paused.add(pipe)
+        else:
+            link.paused.discard(pipe)
+        reading = wanted and room
+        if reading != pipe.reading:
+            pipe.reading = reading
+            self._refresh(conn, pipe.src)
+
+    def _resume_paused(self, link: _Link) -> None:
+        if link.paused and link.has_room():
+            for pipe in list(link.paused):
+                self._update_reading(pipe)
+
+    def _close(self, conn: _Connection, reason: str, error: bool = False) -> None:
+        if conn.closed:
+            return
+        conn.closed = True
+        for sock in (conn.client, conn.upstream):
+            if conn.masks[sock]:
+                self._selector.unregister(sock)
+                conn.masks[sock] = 0
+            sock.close()
+        for pipe in (conn.up, conn.down):
+            link = pipe.link
+            link.queued_bytes -= pipe.queued
+            link.in_flight_bytes -= pipe.in_flight + pipe.out_bytes
+            pipe.queued = pipe.in_flight = pipe.out_bytes = 0
+            pipe.out.clear()
+            link.paused.discard(pipe)
+        self._connections.discard(conn)
+        log = _LOGGER.warning if error else _LOGGER.debug
+        log('connection %d closed: %s', conn.ident, reason)
+        if not self._stopping:
+            for link in self._links.values():
+                self._resume_paused(link)
+
+    def _close_all(self) -> None:
+        self._stopping = True
+        for conn in list(self._connections):
+            self._close(conn, 'emulator stopped')
+        for sock in (self._listener, self._waker_r, self._waker_w):
+            if sock is not None:
+                sock.close()
+        if self._selector is not None:
+            self._selector.close()
+        while True:
+            try:
+                _, future = self._commands.get_nowait()
+            except queue.Empty:
+                break
+            future.set_exception(RuntimeError('the link emulator is stopped'))
+
+    # -- data path --------------------------------------------------------------------------
+
+    def _read(self, pipe: _Pipe) -> None:
+        link = pipe.link
+        now = time.monotonic()
+        self._advance(link, now)  # opportunities until now cannot carry these bytes
+        if not link.has_room():
+            self._update_reading(pipe)
+            return
+        try:
+            data = pipe.src.recv(link.read_size)
+        except BlockingIOError:
+            return
+        if not data:
+            pipe.src_eof = True
+            pipe.eof_at = now
+            self._update_reading(pipe)
+            self._maybe_schedule_eof(pipe)
+            return
+        if link.schedule.unlimited:
+            self._transmit(link, pipe, data, now)
+        else:
+            backlog = bool(link.chunks)
+            link.chunks.append([pipe, data, 0])
+            link.queued_bytes += len(data)
+            pipe.queued += len(data)
+            self._schedule_wake(link, now, batch=backlog)
+        self._update_reading(pipe)
+
+    def _advance(self, link: _Link, now: float) -> None:
+        """Send the queued bytes that the opportunities until ``now`` carry."""
+        schedule = link.schedule
+        if schedule.unlimited:
+            return
+        count = schedule.count_until(now)
+        if count <= link.next_index:
+            return
+        first = link.next_index
+        link.next_index = count
+        chunks = link.chunks
+        budget = (count - first) * PACKET_BYTES
+        sent = 0
+        while chunks and sent < budget:
+            entry = chunks[0]
+            pipe, data, offset = entry
+            if pipe.conn.closed:
+                chunks.popleft()  # its bytes left the counters when it closed
+                continue
+            take = min(len(data) - offset, budget - sent, _PIECE_BYTES - sent % _PIECE_BYTES)
+            if offset + take == len(data):
+                chunks.popleft()
+                piece = data if offset == 0 else data[offset:]
+            else:
+                entry[2] = offset + take
+                piece = data[offset : offset + take]
+            sent += take
+            pipe.queued -= take
+            link.queued_bytes -= take
+            departure = schedule.time_of(first + (sent - 1) // PACKET_BYTES)
+            self._transmit(link, pipe, piece, departure)
+            if pipe.src_eof and not pipe.queued:
+                self._maybe_schedule_eof(pipe)
+        # Opportunities the queue could not use are wasted.
+
+    def _flush_unlimited(self, link: _Link, now: float) -> None:
+        """Send everything queued at once (the link just became unlimited)."""
+        while link.chunks:
+            pipe, data, offset = link.chunks.popleft()
+            if pipe.conn.closed:
+                continue
+            piece = data[offset:]
+            pipe.queued -= len(piece)
+            link.queued_bytes -= len(piece)
+            self._transmit(link, pipe, piece, now)
+            if pipe.src_eof and not pipe.queued:
+                self._maybe_schedule_eof(pipe)
+
+    def _transmit(self, link: _Link, pipe: _Pipe, piece: bytes, departure: float) -> None:
+        """Put bytes that left the queue at ``departure`` on the delay line."""
+        delivery = max(departure + link.one_way_delay(), pipe.last_delivery)
+        pipe.last_delivery = delivery
+        pipe.in_flight += len(piece)
+        link.in_flight_bytes += len(piece)
+        self._push(delivery, _DELIVER, pipe, piece)
+
+    def _schedule_wake(self, link: _Link, now: float, batch: bool) -> None:
+        if not link.chunks or link.schedule.unlimited:
+            return
+        wake = next_opportunity = link.schedule.time_of(link.next_index)
+        if batch:
+            # Up to _BATCH_S, but before the delivery of the first byte is due.
+            slack = max(link.delay_s - 3 * link.jitter_s, _MIN_BATCH_S)
+            wake = max(next_opportunity, min(now + _BATCH_S, next_opportunity + slack))
+        wake += 1e-6  # past the opportunity despite rounding
+        if link.wake_at is not None and link.wake_at <= wake:
+            return
+        link.wake_at = wake
+        self._push(wake, _WAKE, link)
+
+    def _deliver(self, pipe: _Pipe, piece: bytes) -> None:
+        pipe.in_flight -= len(piece)
+        pipe.out.append(piece)
+        pipe.out_bytes += len(piece)
+        if not pipe.write_blocked:
+            self._flush(pipe)
+
+    def _flush(self, pipe: _Pipe) -> None:
+        """Write due bytes to the destination until it would block."""
+        link = pipe.link
+        out = pipe.out
+        blocked = False
+        while out:
+            buffer = out[0]
+            try:
+                sent = pipe.dst.send(buffer)
+            except BlockingIOError:
+                sent = 0
+            pipe.out_bytes -= sent
+            link.in_flight_bytes -= sent
+            link.relayed_bytes += sent
+            if sent < len(buffer):
+                out[0] = memoryview(buffer)[sent:]
+                blocked = True
+                break
+            out.popleft()
+        if blocked != pipe.write_blocked:
+            pipe.write_blocked = blocked
+            self._refresh(pipe.conn, pipe.dst)
+        if blocked:
+            return
+        if pipe.fin_pending:
+            self._finish(pipe)
+            if pipe.conn.closed:
+                return
+        if not pipe.reading:
+            self._update_reading(pipe)
+        self._resume_paused(link)
+
+    def _maybe_schedule_eof(self, pipe: _Pipe) -> None:
+        """Relay the source's end of stream after its last byte."""
+        if pipe.eof_scheduled or pipe.queued:
+            return
+        pipe.eof_scheduled = True
+        when = max(pipe.last_delivery, pipe.eof_at + pipe.link.delay_s)
+        self._push(when, _EOF, pipe)
+
+    def _finish(self, pipe: _Pipe) -> None:
+        if pipe.done:
+            return
+        pipe.done = True
+        pipe.dst.shutdown(socket.SHUT_WR)
+        conn = pipe.conn
+        if conn.up.done and conn.down.done:
+            self._close(conn, 'both directions ended')
+
+
+def _describe(link: _Link) -> str:
+    schedule = link.schedule
+    if schedule.trace is not None:
+        bandwidth = f'trace {schedule.trace.source} ({schedule.trace.mean_rate_bps() / 1e6:.2f} '
+        bandwidth += 'Mbit/s mean)'
+    elif schedule.interval is not None:
+        bandwidth = f'{schedule.rate_bps / 1e6:g} Mbit/s'
+    else:
+        bandwidth = 'unlimited bandwidth'
+    return (
+        f'{bandwidth}, delay {link.delay_s * 1e3:g} ms, jitter {link.jitter_s * 1e3:g} ms, '
+        f'queue {link.queue_limit} B'
+    )
+
+
+# -- command line ---------------------------------------------------------------------------
+
+
+def _host_port(text: str) -> tuple[str, int]:
+    host, separator, port_text = text.rpartition(':')
+    if host.startswith('[') and host.endswith(']'):
+        host = host[1:-1]
+    if not separator or not host:
+        raise argparse.ArgumentTypeError(f'expected HOST:PORT, got {text!r}')
+    try:
+        port = int(port_text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f'bad port in {text!r}') from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f'port out of range 0..65535 in {text!r}')
+    return host, port
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f'not a number: {text!r}') from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f'must be > 0, got {text}')
+    return value
+
+
+def _non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f'not a number: {text!r}') from None
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f'must be >= 0, got {text}')
+    return value
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f'not an integer: {text!r}') from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f'must be >= 1, got {text}')
+    return value
+
+
+def _trace_file(text: str) -> DeliveryTrace:
+    if not Path(text).is_file():
+        raise argparse.ArgumentTypeError(f'trace file not found: {text}')
+    try:
+        return DeliveryTrace.load(text)
+    except (OSError, ValueError, UnicodeDecodeError) as exc:
+        raise argparse.ArgumentTypeError(f'bad trace file: {exc}') from None
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog='link_emulator',
+        description='Relay TCP connections through an emulated link (bandwidth, delay, '
+        "jitter; mahimahi traces). Omit a direction's rate and trace for unlimited bandwidth.",
+    )
+    parser.add_argument(
+        '--listen', type=_host_port, default=('127.0.0.1', 0), metavar='HOST:PORT',
+        help='address to accept connections on (port 0: any free port; default 127.0.0.1:0)',
+    )  # fmt: skip
+    parser.add_argument(
+        '--upstream', type=_host_port, required=True, metavar='HOST:PORT',
+        help='server every accepted connection is relayed to',
+    )  # fmt: skip
+    parser.add_argument('--rtt-ms', type=_non_negative_float, default=0.0,
+                        help='round-trip delay, split equally between the directions')  # fmt: skip
+    parser.add_argument('--jitter-ms', type=_non_negative_float, default=0.0,
+                        help='standard deviation of each one-way delay')  # fmt: skip
+    for direction in (UPLINK, DOWNLINK):
+        group = parser.add_mutually_exclusive_group()
+        group.add_argument(f'--{direction}-mbps', type=_positive_float, metavar='MBPS',
+                           help=f'constant {direction} rate in Mbit/s')  # fmt: skip
+        group.add_argument(f'--{direction}-trace', type=_trace_file, metavar='FILE',
+                           help=f'mahimahi trace for the {direction}')  # fmt: skip
+    parser.add_argument('--queue-bytes', type=_positive_int, default=DEFAULT_QUEUE_BYTES,
+                        help='bottleneck queue of each direction in bytes')  # fmt: skip
+    parser.add_argument('--seed', type=int, default=0, help='seed of the jitter')
+    parser.add_argument('--log-level', default='INFO',
+                        choices=['DEBUG', 'INFO', 'WARNING', 'ERROR'])  # fmt: skip
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the link emulator until SIGINT or SIGTERM; return the exit status."""
+    parser = _build_parser()
+    args = parser.parse_args(argv)
+    if args.upstream[1] == 0:
+        parser.error('argument --upstream: the upstream port must not be 0')
+    logging.basicConfig(
+        level=args.log_level, format='%(asctime)s %(levelname)s %(name)s: %(message)s'
+    )
+    config = LinkEmulatorConfig.from_rtt(
+        args.upstream[0],
+        args.upstream[1],
+        listen_host=args.listen[0],
+        listen_port=args.listen[1],
+        rtt_s=args.rtt_ms / 1000.0,
+        jitter_s=args.jitter_ms / 1000.0,
+        uplink_bps=None if args.uplink_mbps is None else args.uplink_mbps * 1e6,
+        downlink_bps=None if args.downlink_mbps is None else args.downlink_mbps * 1e6,
+        uplink_trace=args.uplink_trace,
+        downlink_trace=args.downlink_trace,
+        queue_bytes=args.queue_bytes,
+        seed=args.seed,
+    )
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: object) -> None:
+        stop.set()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    emulator = LinkEmulator(config)
+    try:
+        try:
+            emulator.start()
+        except OSError as exc:
+            _LOGGER.error('cannot start: %s', exc)
+            return 1
+        host, port = emulator.address
+        print(f'link_emulator listening on {host}:{port}', flush=True)
+        while not stop.wait(1.0):
+            pass
+        _LOGGER.info('stopping on signal')
+        return 0
+    finally:
+        emulator.stop()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())
