@@ -39,6 +39,7 @@ setup(
         ],
         'edge_offload.server_modes': [
             'nnto = edge_offload.modes.nnto:NntoServerMode',
+            'probe = edge_offload.modes.probe:ProbeServerMode',
         ],
         # The model zoo.
         'edge_offload.models': [

@@ -8,7 +8,7 @@ its ``snapshot`` as ``offload_interfaces/LinkState``.
 Bandwidth (passive). For each request that had the link to itself (no other request in
 flight), the client reports bytes up, bytes down and the time from sending the request
 to receiving the reply minus the server's own time. Subtracting the base RTT (the
-minimum probe RTT in the RTT window, i.e. the propagation delay) leaves the time the
+minimum probe RTT of the last ten seconds, i.e. the propagation delay) leaves the time the
 bytes spent being serialised onto the link. A request is attributed to the direction
 that carried most of its bytes; the time the other direction needed is subtracted at
 that direction's current estimate (or, with no estimate yet, both directions are
@@ -90,11 +90,13 @@ class LinkEstimator:
         window_s: float = 1.0,
         rtt_window_s: float = 2.0,
         probe_timeout_s: float = 1.0,
+        base_rtt_window_s: float = 10.0,
     ) -> None:
-        if window_s <= 0 or rtt_window_s <= 0 or probe_timeout_s <= 0:
+        if min(window_s, rtt_window_s, probe_timeout_s, base_rtt_window_s) <= 0:
             raise ValueError('windows and the probe timeout must be > 0')
         self.window_s = window_s
         self.rtt_window_s = rtt_window_s
+        self.base_rtt_window_s = base_rtt_window_s
         self.probe_timeout_s = probe_timeout_s
         self._lock = threading.Lock()
         self._uplink = _DirectionEstimate(window_s)
@@ -124,13 +126,17 @@ class LinkEstimator:
             self._probes_answered.append(now - rtt_s)
 
     def base_rtt_s(self, now: float | None = None) -> float:
-        """Return the smallest RTT in the RTT window (0 when none was measured)."""
+        """Return the smallest RTT of the last ``base_rtt_window_s`` (0: none measured).
+
+        Probes queue behind requests on a busy link, so the propagation delay is the
+        minimum over a window several times longer than the RTT window.
+        """
         now = time.monotonic() if now is None else now
         with self._lock:
             return self._base_rtt(now)
 
     def _base_rtt(self, now: float) -> float:
-        recent = [rtt for at, rtt in self._rtts if at >= now - self.rtt_window_s]
+        recent = [rtt for at, rtt in self._rtts if at >= now - self.base_rtt_window_s]
         if not recent and self._rtts:
             recent = [self._rtts[-1][1]]
         return min(recent, default=0.0)
