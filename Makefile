@@ -19,7 +19,7 @@ setup:  ## Create .venv with the pinned dependencies and build the workspace (id
 	@bash tools/setup.sh
 
 run:  ## Run the main job on built-in data (see README).
-	@$(IN_WORKSPACE) python benchmarks/dds_transport.py
+	@$(IN_WORKSPACE) python benchmarks/offload_latency.py --requests 20
 
 test:  ## Run every test (unit, ROS integration, lint) and print pytest's summary.
 	@$(IN_WORKSPACE) python -m pytest

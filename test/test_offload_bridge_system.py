@@ -264,9 +264,7 @@ def test_server_killed_and_restarted(system, ros_processes):
     assert len(stream.results) == len(stream.sent_at), 'some goals got no result'
     for _, result in stream.results.values():
         assert result.error_code == Offload.Result.ERROR_NONE, result.error_message
-    fallbacks = sorted(
-        arrived for arrived, result in stream.results.values() if result.fell_back
-    )
+    fallbacks = sorted(arrived for arrived, result in stream.results.values() if result.fell_back)
     assert fallbacks, 'no goal fell back while the server was dead'
     assert fallbacks[0] - killed_at < 1.0
     assert all(
