@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import csv
 import os
-import re
 import statistics
 import subprocess
 import sys
@@ -42,7 +41,14 @@ from edge_offload.client import ClientConfig, EdgeClient
 from edge_offload.link_emulator import LinkEmulator, LinkEmulatorConfig
 from edge_offload.link_traces import DeliveryTrace
 from edge_offload.models import model_spec
-from edge_offload.testing import free_tcp_port, make_test_keys, resident_memory_bytes
+from edge_offload.testing import (
+    edge_server_node_command,
+    free_tcp_port,
+    make_test_keys,
+    offload_bridge_node_command,
+    resident_memory_bytes,
+    start_headless_server,
+)
 
 TRACES = Path(__file__).resolve().parents[1] / 'src' / 'edge_offload' / 'traces'
 
@@ -82,37 +88,19 @@ def _percentile(ordered: list[float], fraction: float) -> float:
 
 def start_server(keys, models: str, torch_threads: int) -> tuple[subprocess.Popen, int]:
     """Start the headless edge server; return the process and its port."""
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            '-m',
-            'edge_offload.server',
-            '--endpoint',
-            'tcp://127.0.0.1:0',
-            '--models',
-            models,
-            '--modes',
-            'nnto,probe',
-            '--worker-threads',
-            '1',
-            '--torch-threads',
-            str(torch_threads),
-            '--secret-key-file',
-            str(keys.server_secret),
-            '--authorized-clients-dir',
-            str(keys.authorized_clients_dir),
-            '--log-level',
-            'WARNING',
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
+    process, endpoint = start_headless_server(
+        keys,
+        models.split(','),
+        '--modes',
+        'nnto,probe',
+        '--worker-threads',
+        '1',
+        '--torch-threads',
+        str(torch_threads),
+        '--log-level',
+        'WARNING',
     )
-    line = process.stdout.readline()
-    found = re.search(r'listening on tcp://[^:]+:(\d+)', line)
-    if not found:
-        process.kill()
-        raise RuntimeError(f'edge server did not start: {line!r}')
-    return process, int(found.group(1))
+    return process, int(endpoint.rsplit(':', 1)[1])
 
 
 def client_config(keys, port: int) -> ClientConfig:
@@ -218,41 +206,10 @@ def soak(keys, seconds: float, rate_hz: float, out: Path) -> list[dict[str, floa
         port = free_tcp_port()
         group = ProcessGroup(out)
         server = group.start(
-            [
-                sys.executable,
-                '-m',
-                'edge_offload.edge_server_node',
-                '--ros-args',
-                '-p',
-                'autostart:=true',
-                '-p',
-                f'endpoint:=tcp://127.0.0.1:{port}',
-                '-p',
-                'models:=[tiny_cnn]',
-                '-p',
-                f'secret_key_file:={keys.server_secret}',
-                '-p',
-                f'authorized_clients_dir:={keys.authorized_clients_dir}',
-            ],
-            name='soak_edge_server',
+            edge_server_node_command(port, keys, ['tiny_cnn']), name='soak_edge_server'
         )
         bridge = group.start(
-            [
-                sys.executable,
-                '-m',
-                'edge_offload.offload_bridge_node',
-                '--ros-args',
-                '-p',
-                'autostart:=true',
-                '-p',
-                f'server_endpoint:=tcp://127.0.0.1:{port}',
-                '-p',
-                'models:=[tiny_cnn]',
-                '-p',
-                f'secret_key_file:={keys.robot_secret}',
-                '-p',
-                f'server_public_key_file:={keys.server_public}',
-            ],
+            offload_bridge_node_command(port, keys, ['tiny_cnn']),
             name='soak_offload_bridge',
         )
         context = rclpy.Context()

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
 import time
 
 import numpy as np
@@ -27,7 +26,13 @@ from rclpy.node import Node
 
 from edge_offload.models import load_model
 from edge_offload.tensor_blob import from_tensor_blob, to_tensor_blob
-from edge_offload.testing import free_tcp_port, make_test_keys, spin_until
+from edge_offload.testing import (
+    edge_server_node_command,
+    free_tcp_port,
+    make_test_keys,
+    offload_bridge_node_command,
+    spin_until,
+)
 from offload_interfaces.action import Offload
 from offload_interfaces.msg import LinkState
 
@@ -69,22 +74,7 @@ class GoalStream:
 
 
 def _server_command(port: int, keys) -> list[str]:
-    return [
-        sys.executable,
-        '-m',
-        'edge_offload.edge_server_node',
-        '--ros-args',
-        '-p',
-        'autostart:=true',
-        '-p',
-        f'endpoint:=tcp://127.0.0.1:{port}',
-        '-p',
-        f'secret_key_file:={keys.server_secret}',
-        '-p',
-        f'authorized_clients_dir:={keys.authorized_clients_dir}',
-        '-p',
-        f'models:=[{MODEL}]',
-    ]
+    return edge_server_node_command(port, keys, [MODEL])
 
 
 @pytest.fixture
@@ -94,26 +84,7 @@ def system(tmp_path, ros_context, ros_executor, ros_processes):
     port = free_tcp_port()
     server = ros_processes.start(_server_command(port, keys), name='edge_server')
     bridge = ros_processes.start(
-        [
-            sys.executable,
-            '-m',
-            'edge_offload.offload_bridge_node',
-            '--ros-args',
-            '-p',
-            'autostart:=true',
-            '-p',
-            f'server_endpoint:=tcp://127.0.0.1:{port}',
-            '-p',
-            f'secret_key_file:={keys.robot_secret}',
-            '-p',
-            f'server_public_key_file:={keys.server_public}',
-            '-p',
-            f'models:=[{MODEL}]',
-            '-p',
-            'parallel_goals:=2',
-            '-p',
-            'max_queued_goals:=64',
-        ],
+        offload_bridge_node_command(port, keys, [MODEL], parallel_goals=2, max_queued_goals=64),
         name='offload_bridge',
     )
     node = Node('offload_system_test', context=ros_context)

@@ -36,7 +36,7 @@ import zmq
 from zmq.utils.monitor import recv_monitor_message
 
 from edge_offload import protocol
-from edge_offload.keys import load_public_key, load_secret_key_pair
+from edge_offload.keys import load_public_key, load_secret_key_pair, validate_transport
 from edge_offload.modes.base import (
     DeadlineMissedError,
     ErrorCode,
@@ -97,15 +97,7 @@ class ClientConfig:
 
     def validate(self) -> None:
         """Raise ValueError if a setting is invalid."""
-        if not self.endpoint.startswith(('tcp://', 'ipc://', 'inproc://')):
-            raise ValueError(f'endpoint {self.endpoint!r} must start with tcp://, ipc:// ...')
-        if self.security not in ('curve', 'plaintext'):
-            raise ValueError(f"security must be 'curve' or 'plaintext', not {self.security!r}")
-        if self.security == 'plaintext' and not self.allow_plaintext:
-            raise ValueError(
-                "security 'plaintext' sends unauthenticated, unencrypted traffic; "
-                'set allow_plaintext to use it'
-            )
+        validate_transport(self.endpoint, self.security, self.allow_plaintext)
         for name in ('request_timeout_s', 'ping_interval_s', 'liveness_timeout_s'):
             if getattr(self, name) <= 0:
                 raise ValueError(f'{name} must be > 0')

@@ -18,15 +18,14 @@ from __future__ import annotations
 
 import sys
 
-import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 
 from edge_offload import protocol
 from edge_offload.keys import KeyFileError
 from edge_offload.models import UnknownModelError
 from edge_offload.ros_logging import forward_python_logging
+from edge_offload.ros_node_main import run_lifecycle_node
 from edge_offload.ros_params import ParamSpec, declare_parameters, parameter_values
 from edge_offload.server import EdgeServer, ServerConfig
 
@@ -120,15 +119,16 @@ class EdgeServerNode(LifecycleNode):
 
     def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Release models and the diagnostics timer."""
-        self._release()
+        self.release()
         return TransitionCallbackReturn.SUCCESS
 
     def on_shutdown(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Stop serving and release everything."""
-        self._release()
+        self.release()
         return TransitionCallbackReturn.SUCCESS
 
-    def _release(self) -> None:
+    def release(self) -> None:
+        """Stop serving and release the models and timers (idempotent)."""
         if self._server is not None:
             self._server.stop()
             self._server = None
@@ -177,24 +177,7 @@ class EdgeServerNode(LifecycleNode):
 
 def main(args: list[str] | None = None) -> int:
     """Run the edge server node until shutdown."""
-    rclpy.init(args=args)
-    node = EdgeServerNode()
-    executor = MultiThreadedExecutor(num_threads=2)
-    executor.add_node(node)
-    try:
-        if node.get_parameter('autostart').value:
-            if node.trigger_configure() != TransitionCallbackReturn.SUCCESS:
-                return 1
-            if node.trigger_activate() != TransitionCallbackReturn.SUCCESS:
-                return 1
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        node._release()
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    return run_lifecycle_node(EdgeServerNode, lambda node: node.release(), args, num_threads=2)
 
 
 if __name__ == '__main__':

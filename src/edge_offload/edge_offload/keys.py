@@ -45,6 +45,19 @@ class KeyPair:
     secret: bytes
 
 
+def validate_transport(endpoint: str, security: str, allow_plaintext: bool) -> None:
+    """Raise ValueError for a bad endpoint, or plaintext that was not explicitly allowed."""
+    if not endpoint.startswith(('tcp://', 'ipc://', 'inproc://')):
+        raise ValueError(f'endpoint {endpoint!r} must start with tcp://, ipc:// or inproc://')
+    if security not in ('curve', 'plaintext'):
+        raise ValueError(f"security must be 'curve' or 'plaintext', not {security!r}")
+    if security == 'plaintext' and not allow_plaintext:
+        raise ValueError(
+            "security 'plaintext' is unauthenticated and unencrypted; set allow_plaintext "
+            'to use it'
+        )
+
+
 def expand_path(path: str | os.PathLike[str]) -> Path:
     """Expand ``~`` and environment variables in a configured path."""
     return Path(os.path.expandvars(os.path.expanduser(os.fspath(path))))

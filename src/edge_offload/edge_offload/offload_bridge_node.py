@@ -36,14 +36,12 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
-import rclpy
 import torch
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.action.server import ServerGoalHandle
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 from rclpy.parameter import Parameter
 from rclpy.task import Future
@@ -56,6 +54,7 @@ from edge_offload.keys import KeyFileError
 from edge_offload.models import UnknownModelError
 from edge_offload.modes.base import ErrorCode, OffloadError, Stage, available_modes
 from edge_offload.ros_logging import forward_python_logging
+from edge_offload.ros_node_main import run_lifecycle_node
 from edge_offload.ros_params import ParamSpec, declare_parameters, parameter_values
 from edge_offload.tensor_blob import TensorBlobError, from_tensor_blob, to_tensor_blob
 from offload_interfaces.action import Offload
@@ -536,24 +535,7 @@ def _error_result(code: ErrorCode, message: str, queue_time_s: float = 0.0) -> O
 
 def main(args: list[str] | None = None) -> int:
     """Run the offload bridge node until shutdown."""
-    rclpy.init(args=args)
-    node = OffloadBridgeNode()
-    executor = MultiThreadedExecutor(num_threads=4)
-    executor.add_node(node)
-    try:
-        if node.get_parameter('autostart').value:
-            if node.trigger_configure() != TransitionCallbackReturn.SUCCESS:
-                return 1
-            if node.trigger_activate() != TransitionCallbackReturn.SUCCESS:
-                return 1
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        node.release()
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    return run_lifecycle_node(OffloadBridgeNode, lambda node: node.release(), args, num_threads=4)
 
 
 if __name__ == '__main__':

@@ -42,7 +42,12 @@ from zmq.auth.thread import ThreadAuthenticator
 from zmq.utils.monitor import recv_monitor_message
 
 from edge_offload import protocol
-from edge_offload.keys import KeyFileError, expand_path, load_secret_key_pair
+from edge_offload.keys import (
+    KeyFileError,
+    expand_path,
+    load_secret_key_pair,
+    validate_transport,
+)
 from edge_offload.models import ModelCache
 from edge_offload.modes.base import (
     ServerCall,
@@ -76,15 +81,7 @@ class ServerConfig:
 
     def validate(self) -> None:
         """Raise ValueError if a setting is invalid."""
-        if not self.endpoint.startswith(('tcp://', 'ipc://', 'inproc://')):
-            raise ValueError(f'endpoint {self.endpoint!r} must start with tcp://, ipc:// ...')
-        if self.security not in ('curve', 'plaintext'):
-            raise ValueError(f"security must be 'curve' or 'plaintext', not {self.security!r}")
-        if self.security == 'plaintext' and not self.allow_plaintext:
-            raise ValueError(
-                "security 'plaintext' accepts unauthenticated robots; set allow_plaintext "
-                'to use it'
-            )
+        validate_transport(self.endpoint, self.security, self.allow_plaintext)
         if not self.models:
             raise ValueError('models must name at least one model')
         for name in ('max_clients', 'max_inflight_per_client', 'worker_threads'):

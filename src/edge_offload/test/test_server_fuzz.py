@@ -11,9 +11,7 @@ must not have grown beyond allocator noise.
 
 from __future__ import annotations
 
-import re
 import socket
-import sys
 import time
 
 import msgpack
@@ -26,7 +24,7 @@ from hypothesis import strategies as st
 from edge_offload import protocol
 from edge_offload.client import ClientConfig, EdgeClient
 from edge_offload.keys import load_public_key, load_secret_key_pair
-from edge_offload.testing import make_test_keys, resident_memory_bytes
+from edge_offload.testing import make_test_keys, resident_memory_bytes, start_headless_server
 
 # Frames of a valid CALL, to truncate and corrupt.
 _VALID = protocol.encode(
@@ -87,43 +85,15 @@ fuzz_messages = st.one_of(random_messages, structured_messages, truncated_messag
 
 
 @pytest.fixture(scope='module')
-def headless_server(tmp_path_factory, request):
+def headless_server(tmp_path_factory):
     """Start ``edge_offload_server`` in its own process; yield (process, endpoint, keys)."""
-    import subprocess  # noqa: PLC0415 - only this fixture starts processes
-
     keys = make_test_keys(tmp_path_factory.mktemp('fuzz_keys'))
-    log_path = tmp_path_factory.mktemp('fuzz_log') / 'server.log'
-    log = log_path.open('w+b')
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            '-m',
-            'edge_offload.server',
-            '--endpoint',
-            'tcp://127.0.0.1:0',
-            '--models',
-            'tiny_cnn',
-            '--secret-key-file',
-            str(keys.server_secret),
-            '--authorized-clients-dir',
-            str(keys.authorized_clients_dir),
-            '--max-message-bytes',
-            str(1024 * 1024),
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
+    process, endpoint = start_headless_server(
+        keys, ['tiny_cnn'], '--max-message-bytes', str(1024 * 1024)
     )
-    endpoint = None
-    deadline = time.monotonic() + 60.0
-    while endpoint is None and time.monotonic() < deadline and process.poll() is None:
-        found = re.search(rb'listening on (tcp://\S+)', log_path.read_bytes())
-        endpoint = found.group(1).decode() if found else None
-        time.sleep(0.05)
-    assert endpoint, 'server did not start:\n' + log_path.read_text()
     yield process, endpoint, keys
     process.terminate()
     process.wait(timeout=10.0)
-    log.close()
 
 
 def _fuzz_socket(endpoint: str, keys) -> tuple[zmq.Context, zmq.Socket]:

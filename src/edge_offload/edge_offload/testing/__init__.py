@@ -9,9 +9,12 @@ from edge_offload.testing.graph_wait import (
 )
 from edge_offload.testing.offload import (
     KeySet,
+    edge_server_node_command,
     free_tcp_port,
     make_test_keys,
+    offload_bridge_node_command,
     resident_memory_bytes,
+    start_headless_server,
 )
 from edge_offload.testing.packages import installed_package_manifest
 from edge_offload.testing.processes import ProcessGroup
@@ -20,9 +23,12 @@ from edge_offload.testing.ros_domain import reserve_domain_id
 __all__ = [
     'ProcessGroup',
     'KeySet',
+    'edge_server_node_command',
     'free_tcp_port',
     'make_test_keys',
+    'offload_bridge_node_command',
     'resident_memory_bytes',
+    'start_headless_server',
     'installed_package_manifest',
     'reserve_domain_id',
     'spin_until',

@@ -4,7 +4,11 @@
 
 from __future__ import annotations
 
+import re
+import select
 import socket
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,3 +50,81 @@ def resident_memory_bytes(pid: int) -> int:
         if line.startswith('VmRSS:'):
             return int(line.split()[1]) * 1024
     raise RuntimeError(f'no VmRSS for process {pid}')
+
+
+def _ros_parameters(parameters: dict[str, object]) -> list[str]:
+    arguments = ['--ros-args']
+    for name, value in parameters.items():
+        if isinstance(value, list | tuple):
+            value = '[' + ','.join(str(item) for item in value) + ']'
+        elif isinstance(value, bool):
+            value = str(value).lower()
+        arguments += ['-p', f'{name}:={value}']
+    return arguments
+
+
+def edge_server_node_command(
+    port: int, keys: KeySet, models: list[str], **parameters
+) -> list[str]:
+    """Return the command line of an autostarting ``edge_server`` node on ``port``."""
+    values = {
+        'autostart': True,
+        'endpoint': f'tcp://127.0.0.1:{port}',
+        'secret_key_file': keys.server_secret,
+        'authorized_clients_dir': keys.authorized_clients_dir,
+        'models': models,
+        **parameters,
+    }
+    return [sys.executable, '-m', 'edge_offload.edge_server_node', *_ros_parameters(values)]
+
+
+def offload_bridge_node_command(
+    port: int, keys: KeySet, models: list[str], **parameters
+) -> list[str]:
+    """Return the command line of an autostarting ``offload_bridge`` node for ``port``."""
+    values = {
+        'autostart': True,
+        'server_endpoint': f'tcp://127.0.0.1:{port}',
+        'secret_key_file': keys.robot_secret,
+        'server_public_key_file': keys.server_public,
+        'models': models,
+        **parameters,
+    }
+    return [sys.executable, '-m', 'edge_offload.offload_bridge_node', *_ros_parameters(values)]
+
+
+def start_headless_server(
+    keys: KeySet, models: list[str], *arguments: str, timeout_s: float = 60.0
+) -> tuple[subprocess.Popen, str]:
+    """Start ``edge_offload_server`` on a free loopback port; return it and its endpoint.
+
+    Its log goes to the process's stdout pipe after the first line, which names the
+    bound endpoint.
+    """
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            '-m',
+            'edge_offload.server',
+            '--endpoint',
+            'tcp://127.0.0.1:0',
+            '--models',
+            ','.join(models),
+            '--secret-key-file',
+            str(keys.server_secret),
+            '--authorized-clients-dir',
+            str(keys.authorized_clients_dir),
+            *arguments,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    ready, _, _ = select.select([process.stdout], [], [], timeout_s)
+    line = process.stdout.readline() if ready else ''
+    found = re.search(r'listening on (tcp://\S+)', line)
+    if not found:
+        process.kill()
+        process.wait()
+        raise RuntimeError(f'edge_offload_server did not start: {line!r}')
+    return process, found.group(1)
