@@ -11,10 +11,15 @@ does not fit the width, or a payload shorter than ``step * height`` raises
 
 from __future__ import annotations
 
+import array
+
 import numpy as np
 import torch
 
 # encoding -> (channels, dtype, scale to [0, 1], channel order to reverse into RGB)
+# What sensor_msgs/Image.data may be: rclpy gives array.array('B').
+Buffer = bytes | bytearray | memoryview | array.array
+
 _ENCODINGS: dict[str, tuple[int, np.dtype, float, bool]] = {
     'rgb8': (3, np.dtype('u1'), 255.0, False),
     'bgr8': (3, np.dtype('u1'), 255.0, True),
@@ -33,9 +38,9 @@ class ImageFormatError(ValueError):
 
 
 def image_to_array(
-    height: int, width: int, encoding: str, is_bigendian: int, step: int, data: bytes
+    height: int, width: int, encoding: str, is_bigendian: int, step: int, data: Buffer
 ) -> np.ndarray:
-    """Return the image as an H x W x C array of its own dtype (a copy)."""
+    """Return the image as an H x W x C array of its own dtype (one copy of ``data``)."""
     if encoding not in _ENCODINGS:
         raise ImageFormatError(
             f'image encoding {encoding!r} is not supported; use one of {list(_ENCODINGS)}'
@@ -48,17 +53,19 @@ def image_to_array(
     row_bytes = width * channels * dtype.itemsize
     if step < row_bytes:
         raise ImageFormatError(f'step {step} is smaller than a {encoding} row ({row_bytes} bytes)')
-    if len(data) < step * height:
+    size = memoryview(data).nbytes
+    if size < step * height:
         raise ImageFormatError(
-            f'image payload is {len(data)} bytes; {step} x {height} = {step * height} expected'
+            f'image payload is {size} bytes; {step} x {height} = {step * height} expected'
         )
-    rows = np.frombuffer(bytes(data[: step * height]), dtype=np.uint8).reshape(height, step)
+    # A view of the message's buffer: the only copy is the one of the pixel rows below.
+    rows = np.frombuffer(data, dtype=np.uint8, count=step * height).reshape(height, step)
     pixels = rows[:, :row_bytes].copy().view(dtype).reshape(height, width, channels)
     return pixels.astype(dtype.newbyteorder('='), copy=False)
 
 
 def image_to_tensor(
-    height: int, width: int, encoding: str, is_bigendian: int, step: int, data: bytes
+    height: int, width: int, encoding: str, is_bigendian: int, step: int, data: Buffer
 ) -> torch.Tensor:
     """Return a 1 x C x H x W float32 RGB tensor in [0, 1] (alpha dropped)."""
     pixels = image_to_array(height, width, encoding, is_bigendian, step, data)

@@ -444,7 +444,7 @@ class OffloadBridgeNode(LifecycleNode):
                     image.encoding,
                     image.is_bigendian,
                     image.step,
-                    bytes(image.data),
+                    image.data,
                 )
             except ImageFormatError as error:
                 raise OffloadError(f'image {name!r}: {error}', ErrorCode.INVALID_INPUT) from None
