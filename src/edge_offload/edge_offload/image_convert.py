@@ -1,12 +1,20 @@
 # Copyright 2026 The edge_offload authors
 # SPDX-License-Identifier: Apache-2.0
-"""Turn ``sensor_msgs/Image`` fields into model input tensors, without cv_bridge.
+"""Convert between ``sensor_msgs/Image``, NumPy arrays and model input tensors.
 
-cv_bridge is not installable from PyPI for ROS 2 (see ENVIRONMENT.md), and a model input
-needs one fixed layout anyway: float32, 1 x C x H x W, RGB channel order, values in
-[0, 1]. Every field is checked against the payload first; a wrong encoding, a step that
-does not fit the width, or a payload shorter than ``step * height`` raises
-``ImageFormatError`` naming the problem.
+The one module of the suite that reads or writes image messages:
+
+* ``imgmsg_to_cv2`` / ``cv2_to_imgmsg`` follow cv_bridge's semantics (passthrough, colour
+  conversions among rgb8/bgr8/rgba8/bgra8/mono8/mono16, 8 <-> 16 bit scaling, 16UC1 and
+  32FC1 only as themselves) and call the real cv_bridge where it is importable (full ROS
+  installs). cv_bridge is not installable from PyPI for ROS 2 (see ENVIRONMENT.md), so
+  elsewhere the same conversions run here.
+* ``image_to_tensor`` builds a model input: 1 x C x H x W, RGB channel order, float32 in
+  [0, 1] or uint8 in [0, 255] (models that take raw pixels send a quarter of the bytes).
+
+Every field is checked against the payload first; an unknown encoding, a step that does
+not fit the width, or a payload shorter than ``step * height`` raises ``ImageFormatError``
+naming the problem.
 """
 
 from __future__ import annotations
@@ -27,8 +35,15 @@ _ENCODINGS: dict[str, tuple[int, np.dtype, float, bool]] = {
     'bgra8': (4, np.dtype('u1'), 255.0, True),
     'mono8': (1, np.dtype('u1'), 255.0, False),
     'mono16': (1, np.dtype('<u2'), 65535.0, False),
+    '16UC1': (1, np.dtype('<u2'), 65535.0, False),
+    # OpenCV type names: what cv_bridge's passthrough writes; no colour order is implied.
+    '8UC1': (1, np.dtype('u1'), 255.0, False),
+    '8UC3': (3, np.dtype('u1'), 255.0, False),
+    '8UC4': (4, np.dtype('u1'), 255.0, False),
     '32FC1': (1, np.dtype('<f4'), 1.0, False),
 }
+# Encodings that carry colour information (cv_bridge converts only among these).
+_COLOUR_ENCODINGS = ('rgb8', 'bgr8', 'rgba8', 'bgra8', 'mono8', 'mono16')
 SUPPORTED_ENCODINGS = tuple(_ENCODINGS)
 MAX_IMAGE_PIXELS = 8192 * 8192
 
@@ -65,14 +80,172 @@ def image_to_array(
 
 
 def image_to_tensor(
-    height: int, width: int, encoding: str, is_bigendian: int, step: int, data: Buffer
+    height: int,
+    width: int,
+    encoding: str,
+    is_bigendian: int,
+    step: int,
+    data: Buffer,
+    dtype: torch.dtype = torch.float32,
 ) -> torch.Tensor:
-    """Return a 1 x C x H x W float32 RGB tensor in [0, 1] (alpha dropped)."""
+    """Return a 1 x C x H x W RGB tensor (alpha dropped).
+
+    ``dtype`` float32 gives values in [0, 1]; uint8 gives the raw 0..255 values and needs an
+    8-bit encoding.
+    """
     pixels = image_to_array(height, width, encoding, is_bigendian, step, data)
-    _, _, scale, reverse = _ENCODINGS[encoding]
+    _, source_dtype, scale, reverse = _ENCODINGS[encoding]
     if pixels.shape[2] == 4:
         pixels = pixels[:, :, :3]
     if reverse:
         pixels = pixels[:, :, ::-1]
-    array = np.ascontiguousarray(pixels.transpose(2, 0, 1), dtype=np.float32) / np.float32(scale)
+    planes = pixels.transpose(2, 0, 1)
+    if dtype == torch.uint8:
+        if source_dtype.itemsize != 1:
+            raise ImageFormatError(f'a uint8 model input needs an 8-bit image, got {encoding}')
+        return torch.from_numpy(np.ascontiguousarray(planes)).unsqueeze(0)
+    if dtype != torch.float32:
+        raise ImageFormatError(f'image inputs are float32 or uint8 tensors, not {dtype}')
+    array = np.ascontiguousarray(planes, dtype=np.float32) / np.float32(scale)
     return torch.from_numpy(array).unsqueeze(0)
+
+
+# ---------------------------------------------------------------------------------------
+# cv_bridge semantics.
+
+
+def _real_cv_bridge():  # noqa: ANN202 - cv_bridge is optional
+    try:
+        from cv_bridge import CvBridge  # type: ignore[import-not-found]
+    except ImportError:
+        return None
+    return CvBridge()
+
+
+_CV_BRIDGE = _real_cv_bridge()
+
+
+def _convert_array(pixels: np.ndarray, source: str, target: str) -> np.ndarray:
+    """Convert H x W x C ``pixels`` from encoding ``source`` to ``target`` (cv_bridge rules)."""
+    if target in ('passthrough', source):
+        return pixels
+    if target not in _ENCODINGS:
+        raise ImageFormatError(
+            f'image encoding {target!r} is not supported; use one of {list(_ENCODINGS)}'
+        )
+    if source not in _COLOUR_ENCODINGS or target not in _COLOUR_ENCODINGS:
+        plain = source if source not in _COLOUR_ENCODINGS else target
+        raise ImageFormatError(
+            f'cannot convert {source} to {target}: {plain} carries no colour information; '
+            'request passthrough'
+        )
+    source_channels, source_dtype, _, source_reversed = _ENCODINGS[source]
+    target_channels, target_dtype, _, target_reversed = _ENCODINGS[target]
+    # To RGB(A) in the source depth.
+    if source_channels == 1:
+        rgb = np.repeat(pixels, 3, axis=2)
+        alpha = None
+    else:
+        rgb = pixels[:, :, 2::-1] if source_reversed else pixels[:, :, :3]
+        alpha = pixels[:, :, 3:4] if source_channels == 4 else None
+    if target_channels == 1:
+        # ITU-R BT.601 luma, as cv2.cvtColor's RGB2GRAY.
+        weights = np.array([0.299, 0.587, 0.114], dtype=np.float64)
+        values = (rgb.astype(np.float64) @ weights)[:, :, None]
+    else:
+        values = rgb[:, :, ::-1] if target_reversed else rgb
+        if target_channels == 4:
+            if alpha is None:
+                full = np.iinfo(source_dtype).max
+                alpha = np.full(rgb.shape[:2] + (1,), full, dtype=source_dtype)
+            values = np.concatenate([values, alpha], axis=2)
+    values = values.astype(np.float64, copy=False)
+    if source_dtype.itemsize != target_dtype.itemsize:
+        # cv_bridge scales between 8 and 16 bits by the ratio of the full-scale values.
+        values = values * (np.iinfo(target_dtype).max / np.iinfo(source_dtype).max)
+    limit = np.iinfo(target_dtype).max
+    return np.clip(np.rint(values), 0, limit).astype(target_dtype.newbyteorder('='))
+
+
+def imgmsg_to_cv2(message, desired_encoding: str = 'passthrough') -> np.ndarray:  # noqa: ANN001
+    """Return the pixels of a ``sensor_msgs/Image`` as cv_bridge does.
+
+    H x W for one channel, H x W x C otherwise, in ``desired_encoding`` ('passthrough' keeps
+    the message's). Raises ImageFormatError for inconsistent messages or conversions.
+    """
+    if _CV_BRIDGE is not None:
+        try:
+            return _CV_BRIDGE.imgmsg_to_cv2(message, desired_encoding=desired_encoding)
+        except Exception as error:  # noqa: BLE001 - CvBridgeError and cv2 errors alike
+            raise ImageFormatError(str(error)) from None
+    pixels = image_to_array(
+        message.height,
+        message.width,
+        message.encoding,
+        message.is_bigendian,
+        message.step,
+        message.data,
+    )
+    pixels = _convert_array(pixels, message.encoding, desired_encoding)
+    return pixels[:, :, 0] if pixels.shape[2] == 1 else pixels
+
+
+def cv2_to_imgmsg(pixels: np.ndarray, encoding: str = 'passthrough', header=None):  # noqa: ANN001, ANN201
+    """Return a ``sensor_msgs/Image`` holding ``pixels`` (H x W or H x W x C), as cv_bridge.
+
+    ``passthrough`` names the encoding by the array's OpenCV type, as cv_bridge does
+    (8UC1, 8UC3, 8UC4, 16UC1, 32FC1). The encoding must match the array's channels and dtype.
+    """
+    from sensor_msgs.msg import Image
+
+    if _CV_BRIDGE is not None:
+        try:
+            message = _CV_BRIDGE.cv2_to_imgmsg(pixels, encoding=encoding, header=header)
+        except Exception as error:  # noqa: BLE001 - CvBridgeError and cv2 errors alike
+            raise ImageFormatError(str(error)) from None
+        return message
+    if not isinstance(pixels, np.ndarray) or pixels.ndim not in (2, 3):
+        raise ImageFormatError('an image must be an H x W or H x W x C NumPy array')
+    channels = 1 if pixels.ndim == 2 else pixels.shape[2]
+    if encoding == 'passthrough':
+        encoding = _passthrough_encoding(pixels.dtype, channels)
+    if encoding not in _ENCODINGS:
+        raise ImageFormatError(
+            f'image encoding {encoding!r} is not supported; use one of {list(_ENCODINGS)}'
+        )
+    want_channels, want_dtype, _, _ = _ENCODINGS[encoding]
+    if channels != want_channels or pixels.dtype.newbyteorder('<') != want_dtype.newbyteorder('<'):
+        raise ImageFormatError(
+            f'{encoding} needs {want_channels} channel(s) of {want_dtype.name}; the array has '
+            f'{channels} of {pixels.dtype.name}'
+        )
+    height, width = pixels.shape[:2]
+    if height * width > MAX_IMAGE_PIXELS or height == 0 or width == 0:
+        raise ImageFormatError(f'image size {width}x{height} is empty or too large')
+    contiguous = np.ascontiguousarray(pixels)
+    message = Image()
+    if header is not None:
+        message.header = header
+    message.height = height
+    message.width = width
+    message.encoding = encoding
+    message.is_bigendian = int(contiguous.dtype.byteorder == '>')
+    message.step = width * channels * contiguous.dtype.itemsize
+    message.data = contiguous.tobytes()
+    return message
+
+
+def _passthrough_encoding(dtype: np.dtype, channels: int) -> str:
+    by_type = {
+        ('u1', 1): '8UC1',
+        ('u1', 3): '8UC3',
+        ('u1', 4): '8UC4',
+        ('u2', 1): '16UC1',
+        ('f4', 1): '32FC1',
+    }
+    key = (dtype.str[1:], channels)
+    if key not in by_type:
+        raise ImageFormatError(
+            f'no image encoding for a {channels}-channel {dtype.name} array; name one'
+        )
+    return by_type[key]

@@ -28,6 +28,7 @@ closes the connection. ``autostart`` does configure + activate at start-up.
 
 from __future__ import annotations
 
+import functools
 import math
 import queue
 import sys
@@ -51,7 +52,7 @@ from edge_offload.api import Offloader, OffloaderConfig
 from edge_offload.client import ClientConfig
 from edge_offload.image_convert import ImageFormatError, image_to_tensor
 from edge_offload.keys import KeyFileError
-from edge_offload.models import UnknownModelError
+from edge_offload.models import UnknownModelError, model_spec
 from edge_offload.modes.base import ErrorCode, OffloadError, Stage, available_modes
 from edge_offload.ros_logging import forward_python_logging
 from edge_offload.ros_node_main import run_lifecycle_node
@@ -445,6 +446,7 @@ class OffloadBridgeNode(LifecycleNode):
                     image.is_bigendian,
                     image.step,
                     image.data,
+                    dtype=_image_input_dtype(goal.model, name),
                 )
             except ImageFormatError as error:
                 raise OffloadError(f'image {name!r}: {error}', ErrorCode.INVALID_INPUT) from None
@@ -525,6 +527,16 @@ def _to_numpy(tensor: torch.Tensor) -> np.ndarray:
     if tensor.dtype == torch.bfloat16:
         tensor = tensor.to(torch.float32)
     return tensor.numpy()
+
+
+@functools.lru_cache(maxsize=64)
+def _image_input_dtype(model: str, input_name: str) -> torch.dtype:
+    """Return the dtype the model wants for an image input (uint8 models get raw pixels)."""
+    try:
+        spec = model_spec(model).inputs.get(input_name)
+    except UnknownModelError:
+        return torch.float32  # the inference itself reports the unknown model
+    return torch.float32 if spec is None else spec.dtype
 
 
 def _error_result(code: ErrorCode, message: str, queue_time_s: float = 0.0) -> Offload.Result:
