@@ -175,7 +175,8 @@ class ModelCache:
 
 
 # ---------------------------------------------------------------------------------------
-# Built-in models (plain torch: torchvision has no CPU build next to this torch).
+# Built-in test model. The zoo proper (benchmark networks, KAPAO, BlazePose) lives in
+# edge_offload.zoo (plain torch: torchvision has no CPU build next to this torch).
 
 
 class TinyCnn(nn.Module):
@@ -194,49 +195,6 @@ class TinyCnn(nn.Module):
         return self.head(self.features(image).mean(dim=(2, 3)))
 
 
-class _BasicBlock(nn.Module):
-    def __init__(self, c_in: int, c_out: int, stride: int) -> None:
-        super().__init__()
-        self.conv1 = nn.Conv2d(c_in, c_out, 3, stride, 1, bias=False)
-        self.bn1 = nn.BatchNorm2d(c_out)
-        self.conv2 = nn.Conv2d(c_out, c_out, 3, 1, 1, bias=False)
-        self.bn2 = nn.BatchNorm2d(c_out)
-        self.relu = nn.ReLU(inplace=True)
-        self.downsample = None
-        if stride != 1 or c_in != c_out:
-            self.downsample = nn.Sequential(
-                nn.Conv2d(c_in, c_out, 1, stride, bias=False), nn.BatchNorm2d(c_out)
-            )
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        identity = x if self.downsample is None else self.downsample(x)
-        out = self.relu(self.bn1(self.conv1(x)))
-        return self.relu(self.bn2(self.conv2(out)) + identity)
-
-
-class ResNet18(nn.Module):
-    """ResNet-18 (He et al., 2016) for 224x224 images, written in plain torch."""
-
-    def __init__(self, num_classes: int = 1000) -> None:
-        super().__init__()
-        self.stem = nn.Sequential(
-            nn.Conv2d(3, 64, 7, 2, 3, bias=False),
-            nn.BatchNorm2d(64),
-            nn.ReLU(inplace=True),
-            nn.MaxPool2d(3, 2, 1),
-        )
-        blocks = []
-        c_in = 64
-        for c_out, stride in ((64, 1), (128, 2), (256, 2), (512, 2)):
-            blocks += [_BasicBlock(c_in, c_out, stride), _BasicBlock(c_out, c_out, 1)]
-            c_in = c_out
-        self.blocks = nn.Sequential(*blocks)
-        self.fc = nn.Linear(512, num_classes)
-
-    def forward(self, image: torch.Tensor) -> torch.Tensor:
-        return self.fc(torch.flatten(self.blocks(self.stem(image)).mean(dim=(2, 3)), 1))
-
-
 def tiny_cnn() -> ModelSpec:
     """Return the spec of TinyCnn on 1x3x64x64 images (randomly initialised)."""
     return ModelSpec(
@@ -245,15 +203,4 @@ def tiny_cnn() -> ModelSpec:
         inputs={'image': TensorSpec((None, 3, 64, 64))},
         outputs=('features',),
         description='4-layer CNN, randomly initialised; for protocol tests and soaks',
-    )
-
-
-def resnet18() -> ModelSpec:
-    """Return the spec of ResNet-18 on 1x3x224x224 images (randomly initialised)."""
-    return ModelSpec(
-        name='resnet18',
-        build=ResNet18,
-        inputs={'image': TensorSpec((None, 3, 224, 224))},
-        outputs=('logits',),
-        description='ResNet-18, randomly initialised; for latency experiments',
     )
