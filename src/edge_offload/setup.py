@@ -31,6 +31,7 @@ setup(
             'edge_offload_server = edge_offload.server:main',
             'edge_offload_keygen = edge_offload.keys:main',
             'edge_offload_link_emulator = edge_offload.link_emulator:main',
+            'edge_offload_zoo = edge_offload.zoo.zoo_cli:main',
         ],
         # Offloading modes, loaded by name (robot half and server half).
         'edge_offload.modes': [
@@ -44,7 +45,22 @@ setup(
         # The model zoo.
         'edge_offload.models': [
             'tiny_cnn = edge_offload.models:tiny_cnn',
-            'resnet18 = edge_offload.models:resnet18',
+            # Benchmark networks with torchvision's layouts (random weights).
+            'resnet18 = edge_offload.zoo.classification:resnet18',
+            'resnet50 = edge_offload.zoo.classification:resnet50',
+            'resnet152 = edge_offload.zoo.classification:resnet152',
+            'vgg19 = edge_offload.zoo.classification:vgg19',
+            'vgg19_bn = edge_offload.zoo.classification:vgg19_bn',
+            'densenet121 = edge_offload.zoo.classification:densenet121',
+            'convnext_tiny = edge_offload.zoo.classification:convnext_tiny',
+            'mobilenet_v2 = edge_offload.zoo.classification:mobilenet_v2',
+            # KAPAO people pipelines (uint8 image -> people) and bare nets (random weights).
+            'kapao_s = edge_offload.zoo.kapao:kapao_s',
+            'kapao_m = edge_offload.zoo.kapao:kapao_m',
+            'kapao_l = edge_offload.zoo.kapao:kapao_l',
+            'kapao_s_net = edge_offload.zoo.kapao:kapao_s_net',
+            'kapao_m_net = edge_offload.zoo.kapao:kapao_m_net',
+            'kapao_l_net = edge_offload.zoo.kapao:kapao_l_net',
         ],
         # Test fixtures (per-test ROS domain, graph-matching waits) for every package's tests.
         'pytest11': ['edge_offload_testing = edge_offload.testing.pytest_plugin'],
