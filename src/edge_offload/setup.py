@@ -61,6 +61,11 @@ setup(
             'kapao_s_net = edge_offload.zoo.kapao:kapao_s_net',
             'kapao_m_net = edge_offload.zoo.kapao:kapao_m_net',
             'kapao_l_net = edge_offload.zoo.kapao:kapao_l_net',
+            # BlazePose with its real pretrained weights (Apache-2.0, fetched by make setup).
+            'blazepose_people = edge_offload.zoo.blazepose:blazepose_people',
+            'blazepose_hog_people = edge_offload.zoo.blazepose:blazepose_hog_people',
+            'blazepose_detector_people = edge_offload.zoo.blazepose:blazepose_detector_people',
+            'blazepose_landmark_full = edge_offload.zoo.blazepose:blazepose_landmark_full',
         ],
         # Test fixtures (per-test ROS domain, graph-matching waits) for every package's tests.
         'pytest11': ['edge_offload_testing = edge_offload.testing.pytest_plugin'],
