@@ -79,7 +79,7 @@ class EdgeServerNode(LifecycleNode):
     def __init__(self, **kwargs) -> None:
         super().__init__('edge_server', **kwargs)
         declare_parameters(self, PARAMETERS)
-        forward_python_logging(self)
+        forward_python_logging(self, 'edge_offload.server')
         self._server: EdgeServer | None = None
         self._diagnostics_publisher = None
         self._diagnostics_timer = None

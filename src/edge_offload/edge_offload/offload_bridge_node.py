@@ -109,7 +109,10 @@ class OffloadBridgeNode(LifecycleNode):
     def __init__(self, **kwargs) -> None:
         super().__init__('offload_bridge', **kwargs)
         declare_parameters(self, PARAMETERS)
-        forward_python_logging(self)
+        # The robot-side parts: offloader, client, keys, modes (their logger is 'edge_offload').
+        forward_python_logging(
+            self, ('edge_offload', 'edge_offload.api', 'edge_offload.client', 'edge_offload.keys')
+        )
         self.add_on_set_parameters_callback(self._on_set_parameters)
         self._offloader: Offloader | None = None
         self._active = False

@@ -36,11 +36,18 @@ class _RclpyHandler(logging.Handler):
             self.handleError(record)
 
 
-def forward_python_logging(node: Node, logger_name: str = 'edge_offload') -> logging.Handler:
-    """Route records of ``logger_name`` (INFO and up) to ``node``'s logger; return the handler."""
+def forward_python_logging(
+    node: Node, logger_names: str | tuple[str, ...] = 'edge_offload'
+) -> logging.Handler:
+    """Route records of ``logger_names`` (INFO and up) to ``node``'s logger; return the handler.
+
+    Name the loggers of the parts the node runs, so that nodes sharing a process (the
+    in-process runner) each show their own records, not each other's.
+    """
     handler = _RclpyHandler(node)
-    python_logger = logging.getLogger(logger_name)
-    python_logger.addHandler(handler)
-    python_logger.setLevel(logging.INFO)
-    python_logger.propagate = False
+    for logger_name in (logger_names,) if isinstance(logger_names, str) else logger_names:
+        python_logger = logging.getLogger(logger_name)
+        python_logger.addHandler(handler)
+        python_logger.setLevel(logging.INFO)
+        python_logger.propagate = False
     return handler
