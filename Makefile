@@ -10,7 +10,7 @@ SHELL := /bin/bash
 
 IN_WORKSPACE := source tools/workspace_env.sh &&
 
-.PHONY: help setup run test lint format lock clean
+.PHONY: help setup run bench test lint format lock clean
 
 help:  ## List the targets.
 	@grep -E '^[a-z]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -18,7 +18,12 @@ help:  ## List the targets.
 setup:  ## Create .venv with the pinned dependencies and build the workspace (idempotent).
 	@bash tools/setup.sh
 
-run:  ## Run the main job on built-in data (see README).
+run:  ## The main job: people detection on real video (vtest.avi), offloaded to a loopback edge server.
+	@$(IN_WORKSPACE) kapao_tracking --source video --uri asset:media/opencv/vtest.avi \
+	  --start-edge-server --keys-dir results/keys --mode nnto --reliable-sensor-qos \
+	  --record results/kapao_tracking/vtest_people.mp4
+
+bench:  ## Offload latency benchmark: protocol round trip, local vs nnto over emulated links.
 	@$(IN_WORKSPACE) python benchmarks/offload_latency.py --requests 20
 
 test:  ## Run every test (unit, ROS integration, lint) and print pytest's summary.

@@ -12,43 +12,14 @@ from __future__ import annotations
 
 import os
 
-import launch
-import lifecycle_msgs.msg
 from ament_index_python.packages import get_package_share_directory
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, EmitEvent, RegisterEventHandler
+from launch.actions import DeclareLaunchArgument
 from launch.conditions import IfCondition
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import LifecycleNode
-from launch_ros.event_handlers import OnStateTransition
-from launch_ros.events.lifecycle import ChangeState
 
-
-def _configure_then_activate(node: LifecycleNode, condition=None) -> list:
-    """Return the actions that configure ``node`` and activate it once inactive."""
-    configure = EmitEvent(
-        event=ChangeState(
-            lifecycle_node_matcher=launch.events.matches_action(node),
-            transition_id=lifecycle_msgs.msg.Transition.TRANSITION_CONFIGURE,
-        ),
-        condition=condition,
-    )
-    activate = RegisterEventHandler(
-        OnStateTransition(
-            target_lifecycle_node=node,
-            goal_state='inactive',
-            entities=[
-                EmitEvent(
-                    event=ChangeState(
-                        lifecycle_node_matcher=launch.events.matches_action(node),
-                        transition_id=lifecycle_msgs.msg.Transition.TRANSITION_ACTIVATE,
-                    )
-                )
-            ],
-        ),
-        condition=condition,
-    )
-    return [activate, configure]
+from bringup.launch_helpers import configure_then_activate
 
 
 def generate_launch_description() -> LaunchDescription:
@@ -115,7 +86,7 @@ def generate_launch_description() -> LaunchDescription:
             *arguments,
             server,
             bridge,
-            *_configure_then_activate(server, condition=start_server),
-            *_configure_then_activate(bridge),
+            *configure_then_activate(server, condition=start_server),
+            *configure_then_activate(bridge),
         ]
     )

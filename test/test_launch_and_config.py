@@ -62,3 +62,36 @@ def test_offload_bridge_yaml_matches_the_node_and_validates():
         allow_plaintext=params['allow_plaintext'],
         max_message_bytes=params['max_message_bytes'],
     ).validate()
+
+
+def test_kapao_tracking_yaml_names_exactly_the_parameters_of_each_node():
+    from bringup import people_detection_node, sensor_source_node, tracking_monitor_node
+
+    document = yaml.safe_load((ROOT / 'config' / 'kapao_tracking.yaml').read_text())
+    nodes = {
+        'sensor_source': sensor_source_node.PARAMETERS,
+        'offload_bridge': offload_bridge_node.PARAMETERS,
+        'people_detection': people_detection_node.PARAMETERS,
+        'tracking_monitor': tracking_monitor_node.PARAMETERS,
+        'edge_server': edge_server_node.PARAMETERS,
+    }
+    assert set(document) == set(nodes)
+    for name, specs in nodes.items():
+        params = document[name]['ros__parameters']
+        assert set(params) == _declared(specs), name
+        defaults = {spec.name: spec.default for spec in specs}
+        for key, value in params.items():
+            # The file's values have the declared types (rclpy refuses 10 for a double).
+            assert type(value) is type(defaults[key]) or (
+                isinstance(defaults[key], list) and isinstance(value, list)
+            ), f'{name}.{key}: {value!r}'
+    server = {
+        key: value
+        for key, value in document['edge_server']['ros__parameters'].items()
+        if key not in NODE_ONLY_PARAMETERS
+    }
+    ServerConfig.from_mapping(server).validate()
+    # The bridge preloads the model the detection node asks for (local fallback).
+    model = document['people_detection']['ros__parameters']['model']
+    assert model in document['offload_bridge']['ros__parameters']['models']
+    assert model in document['edge_server']['ros__parameters']['models']

@@ -19,6 +19,7 @@ setup(
         # the whole graph); this package installs them into its share directory.
         ('share/' + package_name + '/launch', glob('../../launch/*.launch.py')),
         ('share/' + package_name + '/config', glob('../../config/*.yaml')),
+        ('share/' + package_name + '/rviz', glob('../../rviz/*.rviz')),
     ],
     install_requires=['setuptools'],
     zip_safe=True,
@@ -28,6 +29,12 @@ setup(
     license='Apache-2.0',
     extras_require={'test': ['pytest']},
     entry_points={
-        'console_scripts': [],
+        'console_scripts': [
+            'sensor_source = bringup.sensor_source_node:main',
+            'people_detection = bringup.people_detection_node:main',
+            'tracking_monitor = bringup.tracking_monitor_node:main',
+            # The whole people-tracking graph in one process, from the launch file's YAML.
+            'kapao_tracking = bringup.graph_runner:main',
+        ],
     },
 )

@@ -1,0 +1,243 @@
+# Copyright 2026 The edge_offload authors
+# SPDX-License-Identifier: Apache-2.0
+"""Run the people-tracking graph in one process: ``kapao_tracking``.
+
+The same nodes as ``launch/kapao_tracking.launch.py``, with the same parameter file, on
+one ``MultiThreadedExecutor`` (the standard ROS 2 pattern for Python composition). It is
+how the graph runs where ``ros2 launch`` is not installed, and the README's main job:
+
+    kapao_tracking --source video --uri vtest.avi --start-edge-server --record out.mp4
+
+The options mirror the launch arguments. ``--keys-dir`` makes CURVE keys for the bridge and
+the local edge server when they are missing (single-machine runs). With a finite source
+(video, image folder, bag, ``--max-frames``) the runner waits for the last results after
+the source ends, prints a summary and exits 0; Ctrl-C stops it at any time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+
+import rclpy
+from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
+from rclpy.exceptions import ParameterException
+from rclpy.executors import MultiThreadedExecutor
+from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+
+from bringup.people_detection_node import PeopleDetectionNode
+from bringup.sensor_source_node import SensorSourceNode
+from bringup.tracking_monitor_node import TrackingMonitorNode
+from edge_offload.assets import AssetMissingError, asset_path
+from edge_offload.edge_server_node import EdgeServerNode
+from edge_offload.keys import AUTHORIZED_CLIENTS_SUBDIR, generate_key_pair
+from edge_offload.offload_bridge_node import OffloadBridgeNode
+
+DRAIN_TIMEOUT_S = 30.0
+
+
+def default_params_file() -> Path:
+    """Return the installed ``config/kapao_tracking.yaml`` (or the repository's copy)."""
+    try:
+        share = Path(get_package_share_directory('bringup'))
+        return share / 'config' / 'kapao_tracking.yaml'
+    except PackageNotFoundError:
+        return Path(__file__).resolve().parents[3] / 'config' / 'kapao_tracking.yaml'
+
+
+def resolve_uri(uri: str) -> str:
+    """Return ``uri`` with an ``asset:`` prefix resolved to the fetched file."""
+    if uri.startswith('asset:'):
+        return str(asset_path(uri.removeprefix('asset:')))
+    return uri
+
+
+def ensure_keys(directory: Path) -> dict[str, str]:
+    """Create server and robot CURVE keys in ``directory`` if missing; return key parameters."""
+    directory = directory.expanduser()
+    for name in ('server', 'robot'):
+        if not (directory / f'{name}.key_secret').is_file():
+            generate_key_pair(directory, name)
+    authorized = directory / AUTHORIZED_CLIENTS_SUBDIR
+    authorized.mkdir(parents=True, exist_ok=True)
+    robot_public = directory / 'robot.key'
+    (authorized / robot_public.name).write_bytes(robot_public.read_bytes())
+    return {
+        'server_secret': str(directory / 'server.key_secret'),
+        'server_public': str(directory / 'server.key'),
+        'robot_secret': str(directory / 'robot.key_secret'),
+        'authorized': str(authorized),
+    }
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Return the command-line parser (the launch file's arguments, plus runner options)."""
+    parser = argparse.ArgumentParser(
+        prog='kapao_tracking',
+        description='Run the people-tracking graph (source, bridge, detection, monitor, '
+        'optionally an edge server) in one process.',
+    )
+    parser.add_argument(
+        '--params-file', type=Path, default=None, help='parameter file of every node '
+        '(default: the installed config/kapao_tracking.yaml)'
+    )  # fmt: skip
+    parser.add_argument(
+        '--source', choices=('camera', 'video', 'images', 'bag', 'synthetic'), default=None,
+        help='frame source (default: the parameter file)',
+    )  # fmt: skip
+    parser.add_argument(
+        '--uri', default=None, help='camera device, video, image folder or bag; '
+        "'asset:media/opencv/vtest.avi' names a fetched asset",
+    )  # fmt: skip
+    parser.add_argument('--mode', default=None, help='offloading mode of the bridge')
+    parser.add_argument('--model', default=None, help='people model of the zoo')
+    parser.add_argument('--server-endpoint', default=None, help='edge server endpoint')
+    parser.add_argument(
+        '--start-edge-server', action='store_true', help='also run an edge server in-process'
+    )
+    parser.add_argument(
+        '--keys-dir', type=Path, default=None,
+        help='use (and create when missing) CURVE keys in this folder for bridge and server',
+    )  # fmt: skip
+    parser.add_argument('--record', default=None, help='write the annotated frames to a video')
+    parser.add_argument('--max-frames', type=int, default=None, help='stop after N frames')
+    parser.add_argument(
+        '--reliable-sensor-qos', action='store_true', default=None,
+        help='deliver every frame (replays of files and bags); default: sensor-data QoS',
+    )  # fmt: skip
+    parser.add_argument(
+        '--rviz', action='store_true', help='start RViz (needs a ROS 2 install with rviz2)'
+    )
+    parser.add_argument('--log-level', default='info', help='ROS log level')
+    return parser
+
+
+def _overrides(values: dict[str, object]) -> list[Parameter]:
+    return [Parameter(name, value=value) for name, value in values.items() if value is not None]
+
+
+def _activate(node: LifecycleNode) -> bool:
+    for transition in (node.trigger_configure, node.trigger_activate):
+        if transition() != TransitionCallbackReturn.SUCCESS:
+            node.get_logger().error(f'{transition.__name__.removeprefix("trigger_")} failed')
+            return False
+    return True
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the graph until the source ends (finite sources) or Ctrl-C; return an exit code."""
+    args = build_parser().parse_args(argv)
+    params_file = args.params_file or default_params_file()
+    if not params_file.is_file():
+        print(f'kapao_tracking: parameter file {params_file} not found', file=sys.stderr)
+        return 1
+    try:
+        uri = resolve_uri(args.uri) if args.uri is not None else None
+    except AssetMissingError as error:
+        print(f'kapao_tracking: {error}', file=sys.stderr)
+        return 1
+    keys = ensure_keys(args.keys_dir) if args.keys_dir else {}
+    if args.rviz:
+        print(
+            'kapao_tracking: RViz runs with the launch file (ros2 launch bringup '
+            'kapao_tracking.launch.py rviz:=true); not started here',
+            file=sys.stderr,
+        )
+
+    rclpy.init(
+        args=['--ros-args', '--params-file', str(params_file), '--log-level', args.log_level]
+    )
+    executor = MultiThreadedExecutor(num_threads=8)
+    nodes: list[Node] = []
+    lifecycle_nodes: list[LifecycleNode] = []
+    stop = threading.Event()
+    spin_thread = threading.Thread(target=executor.spin, name='executor', daemon=True)
+    exit_code = 0
+    monitor: TrackingMonitorNode | None = None
+    try:
+        if args.start_edge_server:
+            server = EdgeServerNode(
+                parameter_overrides=_overrides(
+                    {
+                        'secret_key_file': keys.get('server_secret'),
+                        'authorized_clients_dir': keys.get('authorized'),
+                    }
+                )
+            )
+            nodes.append(server)
+            lifecycle_nodes.append(server)
+            if not _activate(server):
+                return 1
+        bridge = OffloadBridgeNode(
+            parameter_overrides=_overrides(
+                {
+                    'mode': args.mode,
+                    'server_endpoint': args.server_endpoint,
+                    'models': [args.model] if args.model else None,
+                    'secret_key_file': keys.get('robot_secret'),
+                    'server_public_key_file': keys.get('server_public'),
+                }
+            )
+        )
+        nodes.append(bridge)
+        lifecycle_nodes.append(bridge)
+        if not _activate(bridge):
+            return 1
+        detection = PeopleDetectionNode(
+            parameter_overrides=_overrides(
+                {'model': args.model, 'reliable_sensor_qos': args.reliable_sensor_qos}
+            )
+        )
+        nodes.append(detection)
+        monitor = TrackingMonitorNode(parameter_overrides=_overrides({'record_path': args.record}))
+        nodes.append(monitor)
+        source = SensorSourceNode(
+            parameter_overrides=_overrides(
+                {
+                    'source': args.source,
+                    'uri': uri,
+                    'max_frames': args.max_frames,
+                    'reliable_sensor_qos': args.reliable_sensor_qos,
+                }
+            )
+        )
+        nodes.append(source)
+        for node in nodes:
+            executor.add_node(node)
+        signal.signal(signal.SIGINT, lambda *_: stop.set())
+        signal.signal(signal.SIGTERM, lambda *_: stop.set())
+        spin_thread.start()
+        while not stop.is_set() and not source.finished.is_set():
+            stop.wait(0.1)
+        if source.finished.is_set() and not stop.is_set():
+            # Let the last frames come back before stopping.
+            deadline = time.monotonic() + DRAIN_TIMEOUT_S
+            while detection.busy() and time.monotonic() < deadline and not stop.is_set():
+                time.sleep(0.05)
+            exit_code = 0 if source.error is None else 1
+    except (ValueError, ParameterException) as error:
+        rclpy.logging.get_logger('kapao_tracking').error(f'bad configuration: {error}')
+        exit_code = 1
+    finally:
+        if monitor is not None:
+            monitor.close()
+            monitor.get_logger().info(f'summary: {monitor.final_report()}')
+        executor.shutdown()
+        for node in lifecycle_nodes:
+            node.release()
+        for node in reversed(nodes):
+            node.destroy_node()
+        rclpy.try_shutdown()
+        if spin_thread.is_alive():
+            spin_thread.join(timeout=5.0)
+    return exit_code
+
+
+if __name__ == '__main__':
+    sys.exit(main())

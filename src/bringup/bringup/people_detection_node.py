@@ -1,0 +1,327 @@
+# Copyright 2026 The edge_offload authors
+# SPDX-License-Identifier: Apache-2.0
+"""People detection: camera images -> the bridge's ``offload`` action -> people.
+
+Subscribes ``image_raw`` (and ``camera_info`` for marker placement), sends each frame to
+the offload bridge as an ``Offload`` goal for the configured people model, and publishes
+``people`` (``offload_interfaces/PersonArray``), ``people/markers``
+(``visualization_msgs/MarkerArray``) and ``people/annotated`` (``sensor_msgs/Image``).
+
+Frames wait in a bounded queue while ``max_in_flight`` goals are outstanding; when it is
+full the oldest frame is dropped (a tracker wants the newest frame, not a backlog) and the
+drop is counted in ``/diagnostics``. Nothing here blocks: goals, results and the queue are
+all driven by executor callbacks.
+"""
+
+from __future__ import annotations
+
+import collections
+import sys
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import rclpy
+from action_msgs.msg import GoalStatus
+from builtin_interfaces.msg import Duration
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from rclpy.action import ActionClient
+from rclpy.exceptions import ParameterException
+from rclpy.executors import ExternalShutdownException
+from rclpy.node import Node
+from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
+from sensor_msgs.msg import CameraInfo, Image
+from visualization_msgs.msg import MarkerArray
+
+from bringup.people_output import (
+    People,
+    PeopleOutputError,
+    Pinhole,
+    draw_people,
+    to_markers,
+    to_person_array,
+)
+from bringup.sensor_qos import RELIABLE_SENSOR_QOS_DESCRIPTION, sensor_qos
+from edge_offload.image_convert import ImageFormatError, cv2_to_imgmsg, imgmsg_to_cv2
+from edge_offload.models import UnknownModelError, model_spec
+from edge_offload.ros_params import ParamSpec, declare_parameters, parameter_values
+from edge_offload.tensor_blob import TensorBlobError, from_tensor_blob
+from offload_interfaces.action import Offload
+from offload_interfaces.msg import PersonArray
+
+PARAMETERS = (
+    ParamSpec('model', 'blazepose_people', 'People model of the zoo to run on each frame.'),
+    ParamSpec(
+        'image_input_name', 'image', 'Name of the model input that receives the camera image.'
+    ),
+    ParamSpec('mode', '', "Offloading mode requested per goal; '' = the bridge's own mode."),
+    ParamSpec(
+        'deadline_s', 0.0, 'Time allowed per frame from goal to result; 0 = none.', 0.0, 60.0
+    ),
+    ParamSpec('max_in_flight', 1, 'Goals outstanding at once on the bridge.', 1, 16),
+    ParamSpec(
+        'queue_size', 2, 'Frames waiting for a free goal slot; the oldest is dropped.', 1, 64
+    ),
+    ParamSpec('min_score', 0.5, 'People scoring below this are not published.', 0.0, 1.0),
+    ParamSpec(
+        'min_keypoint_score', 0.3, 'Keypoints below this are not drawn or linked.', 0.0, 1.0
+    ),
+    ParamSpec('publish_annotated', True, 'Publish people/annotated (costs a copy per frame).'),
+    ParamSpec(
+        'marker_plane_depth_m',
+        3.0,
+        'Distance of the plane that 2-D people markers are drawn on, in the camera frame.',
+        0.1,
+        100.0,
+    ),
+    ParamSpec('marker_lifetime_s', 0.5, 'Lifetime of the people markers in RViz.', 0.0, 60.0),
+    ParamSpec('reliable_sensor_qos', False, RELIABLE_SENSOR_QOS_DESCRIPTION),
+    ParamSpec('diagnostics_period_s', 1.0, 'Period of /diagnostics messages.', 0.1, 60.0),
+)
+LATENCY_WINDOW = 200
+
+
+@dataclass
+class _Frame:
+    image: Image
+    received_s: float
+
+
+class PeopleDetectionNode(Node):
+    """Offload people detection per camera frame and publish people, markers and images."""
+
+    def __init__(self, **kwargs) -> None:  # noqa: ANN003 - rclpy Node options
+        super().__init__('people_detection', **kwargs)
+        declare_parameters(self, PARAMETERS)
+        self._config = parameter_values(self, PARAMETERS)
+        model = self._config['model']
+        try:
+            spec = model_spec(model)
+        except UnknownModelError as error:
+            raise ValueError(str(error)) from None
+        if self._config['image_input_name'] not in spec.inputs:
+            raise ValueError(
+                f'model {model!r} has no input {self._config["image_input_name"]!r}; '
+                f'its inputs are {sorted(spec.inputs)}'
+            )
+        self._model_is_trained = spec.trained
+        if not spec.trained:
+            self.get_logger().warning(
+                f'model {model!r} is untrained (random weights): its people are not '
+                'detections; use it for latency and offloading experiments only'
+            )
+        self._queue: collections.deque[_Frame] = collections.deque(
+            maxlen=self._config['queue_size']
+        )
+        self._in_flight = 0
+        self._pinhole: Pinhole | None = None
+        self._latencies_s: collections.deque[float] = collections.deque(maxlen=LATENCY_WINDOW)
+        self._counts = collections.Counter()
+        self._last_mode = ''
+        self._last_people = 0
+        self._bridge_missing_since: float | None = None
+
+        self._client = ActionClient(self, Offload, 'offload')
+        self._people_pub = self.create_publisher(PersonArray, 'people', 10)
+        self._markers_pub = self.create_publisher(MarkerArray, 'people/markers', 10)
+        self._annotated_pub = self.create_publisher(
+            Image, 'people/annotated', qos_profile_sensor_data
+        )
+        reliable = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
+        self._diagnostics_pub = self.create_publisher(DiagnosticArray, '/diagnostics', reliable)
+        camera_qos = sensor_qos(self._config['reliable_sensor_qos'])
+        self.create_subscription(Image, 'image_raw', self._on_image, camera_qos)
+        self.create_subscription(CameraInfo, 'camera_info', self._on_camera_info, camera_qos)
+        # Retries frames that wait while the bridge is not (yet) there.
+        self.create_timer(0.1, self._pump)
+        self.create_timer(self._config['diagnostics_period_s'], self._publish_diagnostics)
+        mode = self._config['mode'] or 'bridge default'
+        self.get_logger().info(
+            f'people detection with {model!r} via the offload action '
+            f'(mode {mode}, queue {self._config["queue_size"]})'
+        )
+
+    def busy(self) -> bool:
+        """Return True while frames wait or goals are outstanding (thread-safe read)."""
+        return bool(self._queue) or self._in_flight > 0
+
+    # -- frames -------------------------------------------------------------------------
+
+    def _on_camera_info(self, message: CameraInfo) -> None:
+        self._pinhole = Pinhole.from_camera_info_k(message.k)
+
+    def _on_image(self, message: Image) -> None:
+        self._counts['frames_received'] += 1
+        if len(self._queue) == self._queue.maxlen:
+            self._counts['frames_dropped'] += 1
+        self._queue.append(_Frame(message, time.monotonic()))
+        self._pump()
+
+    def _pump(self) -> None:
+        while self._queue and self._in_flight < self._config['max_in_flight']:
+            if not self._client.server_is_ready():
+                now = time.monotonic()
+                if self._bridge_missing_since is None:
+                    self._bridge_missing_since = now
+                elif now - self._bridge_missing_since > 2.0:
+                    self.get_logger().warning(
+                        'offload bridge action server not available; frames are waiting',
+                        throttle_duration_sec=5.0,
+                    )
+                return
+            self._bridge_missing_since = None
+            self._send(self._queue.popleft())
+
+    def _send(self, frame: _Frame) -> None:
+        goal = Offload.Goal()
+        goal.header = frame.image.header
+        goal.model = self._config['model']
+        goal.mode = self._config['mode']
+        goal.images = [frame.image]
+        goal.image_input_names = [self._config['image_input_name']]
+        deadline_s = self._config['deadline_s']
+        goal.deadline = Duration(sec=int(deadline_s), nanosec=int((deadline_s % 1.0) * 1e9))
+        self._in_flight += 1
+        self._counts['goals_sent'] += 1
+        future = self._client.send_goal_async(goal)
+        future.add_done_callback(lambda done: self._on_goal_response(done, frame))
+
+    def _on_goal_response(self, future, frame: _Frame) -> None:  # noqa: ANN001 - rclpy Future
+        handle = future.result()
+        if handle is None or not handle.accepted:
+            self._finish_failed('goal rejected by the offload bridge')
+            return
+        handle.get_result_async().add_done_callback(lambda done: self._on_result(done, frame))
+
+    def _finish_failed(self, reason: str) -> None:
+        self._in_flight -= 1
+        self._counts['errors'] += 1
+        self.get_logger().warning(f'frame not processed: {reason}', throttle_duration_sec=2.0)
+        self._pump()
+
+    def _on_result(self, future, frame: _Frame) -> None:  # noqa: ANN001 - rclpy Future
+        response = future.result()
+        result = response.result
+        if response.status != GoalStatus.STATUS_SUCCEEDED and not result.outputs:
+            self._finish_failed(
+                f'offload ended with status {response.status}: {result.error_message or "?"}'
+            )
+            return
+        if result.error_code != Offload.Result.ERROR_NONE and not result.outputs:
+            self._finish_failed(result.error_message)
+            return
+        try:
+            outputs = {blob.name: from_tensor_blob(blob) for blob in result.outputs}
+            people = People.from_outputs(outputs, self._config['min_score'])
+        except (TensorBlobError, PeopleOutputError) as error:
+            self._finish_failed(f'model outputs are not people: {error}')
+            return
+        self._in_flight -= 1
+        self._counts['results'] += 1
+        if result.fell_back:
+            self._counts['fallbacks'] += 1
+            self.get_logger().warning(
+                f'inference fell back to {result.mode_used}: {result.fallback_reason}',
+                throttle_duration_sec=5.0,
+            )
+        self._latencies_s.append(time.monotonic() - frame.received_s)
+        self._last_mode = result.mode_used
+        self._last_people = len(people)
+        self._publish(frame.image, people, result.mode_used)
+        self._pump()
+
+    def _publish(self, image: Image, people: People, mode: str) -> None:
+        header = image.header
+        model = self._config['model']
+        self._people_pub.publish(
+            to_person_array(people, header, model, self._model_is_trained, mode)
+        )
+        self._markers_pub.publish(
+            to_markers(
+                people,
+                header,
+                self._pinhole,
+                self._config['marker_plane_depth_m'],
+                self._config['min_keypoint_score'],
+                self._config['marker_lifetime_s'],
+                self._model_is_trained,
+            )
+        )
+        if not self._config['publish_annotated']:
+            return
+        try:
+            pixels = imgmsg_to_cv2(image, 'bgr8')
+        except ImageFormatError:
+            try:  # depth or float images: draw on a grey rendering instead
+                pixels = _grey_to_bgr(imgmsg_to_cv2(image))
+            except ImageFormatError as error:
+                self.get_logger().warning(
+                    f'cannot annotate the image: {error}', throttle_duration_sec=5.0
+                )
+                return
+        caption = f'{model} | {mode} | {len(people)} people'
+        canvas = draw_people(
+            pixels, people, self._config['min_keypoint_score'], caption, self._model_is_trained
+        )
+        self._annotated_pub.publish(cv2_to_imgmsg(canvas, 'bgr8', header=header))
+
+    # -- status -------------------------------------------------------------------------
+
+    def _publish_diagnostics(self) -> None:
+        status = DiagnosticStatus(name=f'{self.get_name()}: people detection')
+        status.hardware_id = self._config['model']
+        latencies = np.array(self._latencies_s) if self._latencies_s else None
+        values = dict(self._counts)
+        values.update(in_flight=self._in_flight, queued=len(self._queue))
+        values['last_mode'] = self._last_mode
+        values['last_people'] = self._last_people
+        values['model_is_trained'] = self._model_is_trained
+        if latencies is not None:
+            values['latency_p50_s'] = f'{np.percentile(latencies, 50):.4f}'
+            values['latency_p95_s'] = f'{np.percentile(latencies, 95):.4f}'
+        status.values = [KeyValue(key=key, value=str(value)) for key, value in values.items()]
+        if self._counts['errors'] or self._counts['fallbacks']:
+            status.level = DiagnosticStatus.WARN
+            status.message = (
+                f'{self._counts["errors"]} frames failed, {self._counts["fallbacks"]} ran locally '
+                'after a fallback'
+            )
+        elif self._counts['frames_dropped']:
+            status.level = DiagnosticStatus.OK
+            status.message = f'{self._counts["frames_dropped"]} frames dropped (inference busy)'
+        else:
+            status.level = DiagnosticStatus.OK
+            status.message = 'ok'
+        diagnostics = DiagnosticArray(status=[status])
+        diagnostics.header.stamp = self.get_clock().now().to_msg()
+        self._diagnostics_pub.publish(diagnostics)
+
+
+def _grey_to_bgr(values: np.ndarray) -> np.ndarray:
+    values = np.nan_to_num(values.astype(np.float32))
+    span = float(values.max() - values.min()) or 1.0
+    grey = ((values - values.min()) / span * 255.0).astype(np.uint8)
+    return np.repeat(grey[:, :, None], 3, axis=2)
+
+
+def main(args: list[str] | None = None) -> int:
+    """Run the people detection node until shutdown; exit code 1 on a bad configuration."""
+    rclpy.init(args=args)
+    try:
+        node = PeopleDetectionNode()
+    except (ValueError, ParameterException) as error:
+        rclpy.logging.get_logger('people_detection').error(f'bad configuration: {error}')
+        rclpy.try_shutdown()
+        return 1
+    try:
+        rclpy.spin(node)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown()
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
