@@ -65,6 +65,7 @@ setup(
             'blazepose_people = edge_offload.zoo.blazepose:blazepose_people',
             'blazepose_hog_people = edge_offload.zoo.blazepose:blazepose_hog_people',
             'blazepose_detector_people = edge_offload.zoo.blazepose:blazepose_detector_people',
+            'blazepose_tiled_people = edge_offload.zoo.blazepose:blazepose_tiled_people',
             'blazepose_landmark_full = edge_offload.zoo.blazepose:blazepose_landmark_full',
         ],
         # Test fixtures (per-test ROS domain, graph-matching waits) for every package's tests.

@@ -160,9 +160,7 @@ class TrackingMonitorNode(Node):
         elif not link.connected:
             link_text = 'link DOWN'
         else:
-            link_text = (
-                f'link up {_rate(link.uplink_bandwidth_bps)} Mbit/s rtt {link.rtt_s * 1e3:.1f} ms'
-            )
+            link_text = f'link up {_rate(link.uplink_bandwidth_bps)} rtt {link.rtt_s * 1e3:.1f} ms'
         self.get_logger().info(
             f'fps {self._period_results / elapsed:4.1f} | latency p50 '
             f'{_percentile_ms(self._period_latencies, 50)} ms p95 '
