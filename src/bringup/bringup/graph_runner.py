@@ -228,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
         if monitor is not None:
             monitor.close()
             monitor.get_logger().info(f'summary: {monitor.final_report()}')
-        executor.shutdown()
+        executor.shutdown(timeout_sec=5.0)
         for node in lifecycle_nodes:
             node.release()
         for node in reversed(nodes):

@@ -588,7 +588,9 @@ def main(args: list[str] | None = None) -> int:
             if interrupted and node.error is None:
                 node.log_summary('stopped')
             node.destroy_node()
-            executor.shutdown()
+            # Bounded: a Ctrl-C that interrupted spin_once can leave its work counted, and
+            # an unbounded shutdown would then wait forever.
+            executor.shutdown(timeout_sec=1.0)
         return 1 if node.error is not None else 0
     finally:
         signal.signal(signal.SIGTERM, previous_sigterm)

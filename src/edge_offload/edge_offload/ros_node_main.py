@@ -39,6 +39,6 @@ def run_lifecycle_node(
     finally:
         release(node)
         node.destroy_node()
-        executor.shutdown()
+        executor.shutdown(timeout_sec=2.0)
         rclpy.try_shutdown()
     return 0
