@@ -564,6 +564,10 @@ def main(args: list[str] | None = None) -> int:
     # Ctrl-C and SIGTERM become KeyboardInterrupt here instead of rclpy shutting the context
     # down first, so the reader thread stops and the summary is logged while it is valid.
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    # Python leaves SIGINT ignored when the parent ignored it (exec inherits SIG_IGN), and a
+    # parent may have blocked it: make Ctrl-C and SIGTERM reach this process in any case.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     previous_sigterm = signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         try:
