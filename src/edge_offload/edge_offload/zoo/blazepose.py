@@ -42,6 +42,7 @@ from torch import nn
 
 from edge_offload.assets import asset_path
 from edge_offload.models import ModelSpec, TensorSpec
+from edge_offload.zoo.detection_metrics import iou_matrix
 from edge_offload.zoo.tflite_graph import TfliteGraphModule, load_tflite
 
 DETECTOR_ASSET = 'weights/blazepose/pose_detection.tflite'
@@ -148,21 +149,6 @@ def apply_affine(matrix: np.ndarray, points: np.ndarray) -> np.ndarray:
     return points @ matrix[:, :2].T + matrix[:, 2]
 
 
-def box_iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Return the (N, M) IoU matrix of boxes ``a`` (N, 4) and ``b`` (M, 4), x0 y0 x1 y1."""
-    a = np.asarray(a, dtype=np.float64).reshape(-1, 4)
-    b = np.asarray(b, dtype=np.float64).reshape(-1, 4)
-    x0 = np.maximum(a[:, None, 0], b[None, :, 0])
-    y0 = np.maximum(a[:, None, 1], b[None, :, 1])
-    x1 = np.minimum(a[:, None, 2], b[None, :, 2])
-    y1 = np.minimum(a[:, None, 3], b[None, :, 3])
-    inter = np.clip(x1 - x0, 0, None) * np.clip(y1 - y0, 0, None)
-    area_a = (a[:, 2] - a[:, 0]) * (a[:, 3] - a[:, 1])
-    area_b = (b[:, 2] - b[:, 0]) * (b[:, 3] - b[:, 1])
-    union = area_a[:, None] + area_b[None, :] - inter
-    return np.where(union > 0, inter / np.maximum(union, 1e-12), 0.0)
-
-
 # ---------------------------------------------------------------------------------------
 # Detector
 
@@ -230,7 +216,7 @@ def weighted_nms(
     remaining = order
     result = []
     while remaining.size and len(result) < max_detections:
-        overlap = box_iou(boxes[remaining[:1]], boxes[remaining])[0]
+        overlap = iou_matrix(boxes[remaining[:1]], boxes[remaining])[0]
         cluster = remaining[overlap > iou_threshold]
         cluster = cluster if cluster.size else remaining[:1]
         weights = scores[cluster][:, None]
@@ -681,7 +667,10 @@ class BlazePosePeople(nn.Module):
         candidates.sort(key=lambda p: -p.score)
         kept: list[Person] = []
         for person in candidates:
-            if kept and box_iou(person.box, np.stack([k.box for k in kept])).max() > self.nms_iou:
+            if (
+                kept
+                and iou_matrix(person.box, np.stack([k.box for k in kept])).max() > self.nms_iou
+            ):
                 continue
             kept.append(person)
             if len(kept) == self.max_people:

@@ -23,10 +23,11 @@ Using official weights
 The official checkpoints (``kapao_s_coco.pt``, ``kapao_m_coco.pt``, ``kapao_l_coco.pt``,
 ``kapao_*_crowdpose.pt``) are pickled YOLOv5 ``Model`` objects, which this repository never
 unpickles. Convert one ONCE in the official environment (a KAPAO checkout on ``sys.path``,
-its requirements installed)::
+its requirements installed), on a file you downloaded yourself and trust: unpickling runs
+code, which is why it happens there and never on anything received over a network::
 
     import torch
-    ckpt = torch.load('kapao_s_coco.pt', map_location='cpu')
+    ckpt = torch.load('kapao_s_coco.pt', map_location='cpu', weights_only=False)
     model = ckpt['ema'] if ckpt.get('ema') else ckpt['model']
     torch.save(model.float().state_dict(), 'kapao_s_coco.state_dict.pt')
 
