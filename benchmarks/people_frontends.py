@@ -9,7 +9,10 @@ all detections except those matched to a box of 60 px or less (neutral). See
 edge_offload.zoo.detection_metrics.
 
     python benchmarks/people_frontends.py [--front-ends hog hybrid] [--threads 1]
-        [--output results/people_frontends.json]
+        [--refinement on off] [--output results/people_frontends.json]
+
+``--refinement on`` is the pipeline's default (a second landmark pass on the ROI the
+first one defines, each pass flip-tested); ``off`` is one plain pass per proposal.
 """
 
 from __future__ import annotations
@@ -104,6 +107,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--output', type=Path, default=DEFAULT_OUTPUT)
     parser.add_argument('--front-ends', nargs='+', choices=FRONT_ENDS, default=list(FRONT_ENDS))
     parser.add_argument('--threads', type=int, default=1, help='torch and OpenCV threads')
+    parser.add_argument(
+        '--refinement',
+        nargs='+',
+        choices=('on', 'off'),
+        default=['on'],
+        help='landmark refinement (refine_roi and flip_test) settings to compare',
+    )
     args = parser.parse_args(argv)
 
     torch.set_num_threads(args.threads)
@@ -122,9 +132,18 @@ def main(argv: list[str] | None = None) -> int:
     detector, landmarker = BlazePoseDetector(), BlazePoseLandmarker()
     results = {}
     for front_end in args.front_ends:
-        pipeline = BlazePosePeople(front_end, detector=detector, landmarker=landmarker)
-        pipeline(torch.zeros((1, 3, 64, 64), dtype=torch.uint8))  # warm-up
-        results[front_end] = run_front_end(pipeline, frames, truth)
+        for refinement in args.refinement:
+            refine = refinement == 'on'
+            pipeline = BlazePosePeople(
+                front_end,
+                detector=detector,
+                landmarker=landmarker,
+                refine_roi=refine,
+                flip_test=refine,
+            )
+            pipeline(torch.zeros((1, 3, 64, 64), dtype=torch.uint8))  # warm-up
+            name = front_end if args.refinement == ['on'] else f'{front_end}/{refinement}'
+            results[name] = run_front_end(pipeline, frames, truth)
 
     print(
         f'{len(frames)} frames of {annotations["video"]}, {large} ground-truth people taller '
@@ -132,12 +151,12 @@ def main(argv: list[str] | None = None) -> int:
         f'(torch and OpenCV), {platform.processor() or platform.machine()}'
     )
     print(
-        f'{"front end":<12}{"precision":>10}{"recall":>8}{"TP":>5}{"FP":>5}{"FN":>5}'
+        f'{"front end":<14}{"precision":>10}{"recall":>8}{"TP":>5}{"FP":>5}{"FN":>5}'
         f'{"neutral":>8}{"ms/frame":>10}'
     )
     for name, r in results.items():
         print(
-            f'{name:<12}{r["precision"]:>10.3f}{r["recall"]:>8.3f}{r["tp"]:>5}{r["fp"]:>5}'
+            f'{name:<14}{r["precision"]:>10.3f}{r["recall"]:>8.3f}{r["tp"]:>5}{r["fp"]:>5}'
             f'{r["fn"]:>5}{r["neutral"]:>8}{r["mean_ms"]:>10.0f}'
         )
     args.output.parent.mkdir(parents=True, exist_ok=True)
@@ -150,6 +169,7 @@ def main(argv: list[str] | None = None) -> int:
                 'iou_threshold': IOU_THRESHOLD,
                 'min_height_px': MIN_HEIGHT,
                 'threads': args.threads,
+                'refinement': args.refinement,
                 'torch': torch.__version__,
                 'opencv': cv2.__version__,
                 'front_ends': results,

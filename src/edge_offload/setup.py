@@ -63,6 +63,7 @@ setup(
             'kapao_l_net = edge_offload.zoo.kapao:kapao_l_net',
             # BlazePose with its real pretrained weights (Apache-2.0, fetched by make setup).
             'blazepose_people = edge_offload.zoo.blazepose:blazepose_people',
+            'blazepose_fast_people = edge_offload.zoo.blazepose:blazepose_fast_people',
             'blazepose_hog_people = edge_offload.zoo.blazepose:blazepose_hog_people',
             'blazepose_detector_people = edge_offload.zoo.blazepose:blazepose_detector_people',
             'blazepose_tiled_people = edge_offload.zoo.blazepose:blazepose_tiled_people',
