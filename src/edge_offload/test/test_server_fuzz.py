@@ -100,6 +100,7 @@ def _fuzz_socket(endpoint: str, keys) -> tuple[zmq.Context, zmq.Socket]:
     context = zmq.Context()
     sock = context.socket(zmq.DEALER)
     sock.linger = 0
+    sock.sndtimeo = 10_000  # a server that stopped reading fails the test, never hangs it
     own = load_secret_key_pair(keys.robot_secret)
     sock.curve_secretkey = own.secret
     sock.curve_publickey = own.public
