@@ -1,0 +1,336 @@
+# Copyright 2026 The edge_offload authors
+# SPDX-License-Identifier: Apache-2.0
+"""Robot half of per-operator offloading: tensors that live on the edge server.
+
+The PyTorch dispatcher plays the CUDA runtime's part in RRTO. While a
+``RemoteSession`` is active (``with session.active():``, or ``session.forward(module)``),
+a ``TorchDispatchMode`` sends every aten operator to the edge server as one call
+(``per_op``, the Cricket-like baseline) and returns ``RemoteTensor`` handles: wrapper
+tensors with the shape, strides and dtype of the server's result and no storage. Ops on
+handles go to the server whether or not the mode is active, so a model's outputs can be
+used after the forward pass.
+
+Host tensors an operator reads are uploaded: the parameters and buffers of the modules
+registered with ``register_module`` once (cached by identity and version counter),
+every other host tensor each time it is read (the pass's inputs). Only host reads bring
+data back: ``.item()``/``bool()``/``int()`` (aten ``_local_scalar_dense``), ``.cpu()``,
+``.numpy()``, ``.tolist()``, ``repr``/``print``, ``numpy.asarray``, and operators whose
+results are not tensors (``equal``, ``is_nonzero``). ``SessionStats`` counts calls and
+bytes.
+
+The session talks through a ``Transport``: one request, one reply (``rrto_ros.modes``
+carries it over the edge_offload protocol; tests may call an ``OpExecutor`` directly).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import weakref
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import torch
+from torch import nn
+from torch.utils import _pytree as pytree
+from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
+
+from rrto_ros import op_codec
+
+_DTYPES = {str(d).removeprefix('torch.'): d for d in op_codec._DTYPES.values()}
+# Host reads: the value goes back to the robot.
+_SCALAR_READ = torch.ops.aten._local_scalar_dense.default
+
+
+class Transport(Protocol):
+    """Send one request, return the reply: ``(op, fields, tensors) -> (fields, tensors)``."""
+
+    def __call__(
+        self, op: str, fields: dict[str, Any], tensors: dict[str, torch.Tensor]
+    ) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
+        """Send ``op`` and wait for its reply."""
+
+
+class RemoteError(RuntimeError):
+    """The edge server refused or failed an operator; the message is the server's."""
+
+
+@dataclass
+class SessionStats:
+    """What per-operator offloading cost so far (counters only grow)."""
+
+    calls: int = 0  # round trips
+    ops: int = 0  # operators executed remotely
+    host_reads: int = 0
+    uploads: int = 0  # host tensors sent
+    bytes_up: int = 0  # tensor payload bytes sent
+    bytes_down: int = 0  # tensor payload bytes received
+
+    def copy(self) -> SessionStats:
+        """Return a snapshot."""
+        return SessionStats(**vars(self))
+
+    def minus(self, earlier: SessionStats) -> SessionStats:
+        """Return the counts since ``earlier``."""
+        return SessionStats(**{k: v - getattr(earlier, k) for k, v in vars(self).items()})
+
+
+class RemoteTensor(torch.Tensor):
+    """A tensor held by the edge server: metadata here, data there."""
+
+    _session: RemoteSession
+    _value_id: int
+
+    @staticmethod
+    def __new__(
+        cls,
+        session: RemoteSession,
+        value_id: int,
+        shape: list[int],
+        stride: list[int],
+        dtype: torch.dtype,
+    ) -> RemoteTensor:
+        # Never an inference tensor: autograd's view tracking sets the version counter of
+        # view results, which inference tensors refuse (models run under inference_mode).
+        with torch.inference_mode(False):
+            tensor = torch.Tensor._make_wrapper_subclass(
+                cls, shape, strides=stride, dtype=dtype, device='cpu', requires_grad=False
+            )
+        tensor._session = session
+        tensor._value_id = value_id
+        weakref.finalize(tensor, session._release, value_id)
+        return tensor
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__()
+
+    __torch_function__ = torch._C._disabled_torch_function_impl
+
+    @classmethod
+    def __torch_dispatch__(
+        cls, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None
+    ) -> Any:
+        session = next(a._session for a in pytree.tree_leaves(args) if isinstance(a, cls))
+        return session.execute(func, args, kwargs or {})
+
+    # Host reads. Tensor's own methods would read the (absent) local storage.
+    def cpu(self, memory_format: torch.memory_format = torch.preserve_format) -> torch.Tensor:
+        """Fetch the value from the edge server (a host read)."""
+        return self._session.fetch(self)
+
+    def numpy(self, *, force: bool = False) -> Any:
+        """Fetch the value and return it as a NumPy array (a host read)."""
+        return self._session.fetch(self).numpy()
+
+    def tolist(self) -> Any:
+        """Fetch the value and return it as (nested) Python numbers (a host read)."""
+        return self._session.fetch(self).tolist()
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
+        array = self.numpy()
+        return array if dtype is None else array.astype(dtype)
+
+    def __repr__(self, *, tensor_contents: Any = None) -> str:
+        return f'RemoteTensor(id={self._value_id}, {self._session.fetch(self)!r})'
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        return self._session.fetch(self).__reduce_ex__(protocol)
+
+
+class _RemoteMode(TorchDispatchMode):
+    """Sends the aten operators run on host tensors during a forward pass to the server."""
+
+    def __init__(self, session: RemoteSession) -> None:
+        super().__init__()
+        self.session = session
+
+    def __torch_dispatch__(
+        self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None
+    ) -> Any:
+        return self.session.execute(func, args, kwargs or {})
+
+
+class RemoteSession:
+    """One robot's per-operator offloading session with one edge server."""
+
+    def __init__(self, transport: Transport) -> None:
+        self._transport = transport
+        self._lock = threading.RLock()
+        self._next_id = 1
+        self._freed: list[int] = []
+        # id(host tensor) -> (weakref, version, value id): registered parameters/buffers.
+        self._cacheable: dict[int, weakref.ref] = {}
+        self._cached: dict[int, tuple[weakref.ref, int, int]] = {}
+        self.stats = SessionStats()
+        #: Called with (event, details) for every call: the recorder's hook.
+        self.observer: Callable[[str, dict[str, Any]], None] | None = None
+
+    # -- set-up -------------------------------------------------------------------------
+
+    def register_module(self, module: nn.Module) -> None:
+        """Let ``module``'s parameters and buffers be uploaded once and cached."""
+        for tensor in [*module.parameters(), *module.buffers()]:
+            self._cacheable[id(tensor)] = weakref.ref(tensor)
+
+    @contextlib.contextmanager
+    def active(self) -> Iterator[RemoteSession]:
+        """Send every aten operator to the edge server inside the block."""
+        with _RemoteMode(self):
+            yield self
+
+    def forward(self, module: nn.Module, *args: Any, **kwargs: Any) -> Any:
+        """Run ``module(*args, **kwargs)`` with its operators on the edge server."""
+        self.register_module(module)
+        with self.active():
+            return module(*args, **kwargs)
+
+    # -- host reads ---------------------------------------------------------------------
+
+    def fetch(self, tensor: RemoteTensor) -> torch.Tensor:
+        """Return the server's value of ``tensor`` as a host tensor."""
+        # Called from user code too (``.cpu()``), where the mode would catch our own ops.
+        with self._lock, _disable_current_modes():
+            fields, tensors = self._send('fetch', {'value': tensor._value_id}, {})
+            value = tensors.get('value')
+            if value is None:
+                raise RemoteError('the edge server sent no value')
+            self.stats.host_reads += 1
+            if self.observer is not None:
+                self.observer('fetch', {'value': tensor._value_id, 'tensor': value})
+            return value.reshape(tensor.shape)
+
+    # -- operators ----------------------------------------------------------------------
+
+    def execute(self, func: Any, args: tuple, kwargs: dict) -> Any:
+        """Run aten operator ``func`` on the edge server; return handles for its results."""
+        if func.is_view and not any(
+            isinstance(a, RemoteTensor) or self._is_cacheable(a)
+            for a in pytree.tree_leaves((args, kwargs))
+        ):
+            # A view of an input (``Tensor.numpy()`` detaches, models reshape their input):
+            # it stays a host tensor and is uploaded when something computes on it. Views
+            # of parameters are taken on the server, where the parameter is cached.
+            return func(*args, **kwargs)
+        if func is _SCALAR_READ:
+            (tensor,) = args
+            if not isinstance(tensor, RemoteTensor):
+                return func(*args, **kwargs)  # a host tensor: read it here
+            return self.fetch(tensor).item()
+        with self._lock:
+            uploads: dict[int, torch.Tensor] = {}
+            by_id: dict[int, torch.Tensor] = {}
+            reads: list[tuple[str, int]] = []
+
+            def ref(tensor: torch.Tensor) -> int:
+                role, value_id = self._ref(tensor, uploads)
+                by_id[value_id] = tensor
+                reads.append((role, value_id))
+                return value_id
+
+            name = op_codec.op_name(func)
+            call = {
+                'op': name,
+                'args': op_codec.encode_tree(list(args), ref),
+                'kwargs': {k: op_codec.encode_tree(v, ref) for k, v in kwargs.items()},
+                'first': self._next_id,
+                'uploads': list(uploads),
+                'free': self._take_freed(),
+            }
+            tensors = {f'u{i}': t for i, t in enumerate(uploads.values())}
+            tensors['call'] = op_codec.blob_tensor(call)
+            fields, reply = self._send('exec', {}, tensors)
+            self.stats.uploads += len(uploads)
+            self.stats.ops += 1
+            result_blob = reply.get('result')
+            if result_blob is None:
+                raise RemoteError(f'{name}: the edge server sent no result')
+            encoded = op_codec.tensor_blob(result_blob)
+            created: list[int] = []
+            result = self._decode_result(encoded, by_id, created)
+            self._next_id += len(created)
+            if self.observer is not None:
+                self.observer(
+                    'op',
+                    {
+                        'op': name,
+                        'call': call,
+                        'reads': reads,
+                        'uploads': uploads,
+                        'result': encoded,
+                        'created': created,
+                    },
+                )
+            return result
+
+    # -- internals ----------------------------------------------------------------------
+
+    def _is_cacheable(self, value: Any) -> bool:
+        if not isinstance(value, torch.Tensor):
+            return False
+        owner = self._cacheable.get(id(value))
+        return owner is not None and owner() is value
+
+    def _ref(self, tensor: torch.Tensor, uploads: dict[int, torch.Tensor]) -> tuple[str, int]:
+        """Return (role, value id) for an argument, queueing its upload if needed."""
+        if isinstance(tensor, RemoteTensor):
+            if tensor._session is not self:
+                raise RemoteError('a RemoteTensor of another session was passed')
+            return 'value', tensor._value_id
+        if tensor.device.type != 'cpu':
+            raise RemoteError(f'cannot offload a tensor on {tensor.device}')
+        key = id(tensor)
+        owner = self._cacheable.get(key)
+        if owner is not None and owner() is tensor:
+            cached = self._cached.get(key)
+            if cached is not None and cached[0]() is tensor and cached[1] == tensor._version:
+                return 'param', cached[2]
+            value_id = self._new_upload(tensor, uploads)
+            self._cached[key] = (weakref.ref(tensor), tensor._version, value_id)
+            return 'param_upload', value_id
+        for value_id, queued in uploads.items():
+            if queued is tensor:
+                return 'input', value_id
+        return 'input', self._new_upload(tensor, uploads)
+
+    def _new_upload(self, tensor: torch.Tensor, uploads: dict[int, torch.Tensor]) -> int:
+        value_id = self._next_id
+        self._next_id += 1
+        uploads[value_id] = tensor.detach()
+        return value_id
+
+    def _decode_result(self, value: Any, by_id: dict[int, torch.Tensor], created: list) -> Any:
+        if value is None or isinstance(value, bool | int | float):
+            if not isinstance(value, type(None)):
+                self.stats.host_reads += 1
+            return value
+        if isinstance(value, list):
+            return [self._decode_result(v, by_id, created) for v in value]
+        if isinstance(value, dict) and len(value) == 1:
+            ((tag, item),) = value.items()
+            if tag == 'tu':
+                return tuple(self._decode_result(v, by_id, created) for v in item)
+            if tag == 'T' and item in by_id:
+                return by_id[item]
+            if tag == 'R':
+                value_id, (shape, stride, dtype) = item
+                created.append(value_id)
+                return RemoteTensor(self, value_id, shape, stride, _DTYPES[dtype])
+        raise RemoteError(f'malformed result from the edge server: {str(value)[:200]}')
+
+    def _send(
+        self, op: str, fields: dict[str, Any], tensors: dict[str, torch.Tensor]
+    ) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
+        self.stats.calls += 1
+        self.stats.bytes_up += sum(t.numel() * t.element_size() for t in tensors.values())
+        reply_fields, reply_tensors = self._transport(op, fields, tensors)
+        self.stats.bytes_down += sum(t.numel() * t.element_size() for t in reply_tensors.values())
+        return reply_fields, reply_tensors
+
+    def _release(self, value_id: int) -> None:
+        # Runs in the garbage collector: no lock, no I/O; the ids ride the next call.
+        self._freed.append(value_id)
+
+    def _take_freed(self) -> list[int]:
+        freed, self._freed = self._freed, []
+        return freed
