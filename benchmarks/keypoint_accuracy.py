@@ -26,6 +26,7 @@ import torch
 from edge_offload.assets import asset_path
 from edge_offload.models import load_model
 from edge_offload.zoo.blazepose import COCO_KEYPOINT_NAMES
+from edge_offload.zoo.detection_metrics import nearest_box
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_LABELS = ROOT / 'data' / 'annotations' / 'keypoints_by_hand.json'
@@ -38,10 +39,7 @@ def main_person_keypoints(result: dict, box: list[float]) -> np.ndarray | None:
     boxes = result['boxes'].numpy()
     if not len(boxes):
         return None
-    labelled = np.asarray(box, dtype=float)
-    centres = (boxes[:, :2] + boxes[:, 2:]) / 2
-    index = int(np.argmin(np.linalg.norm(centres - (labelled[:2] + labelled[2:]) / 2, axis=1)))
-    return result['keypoints'][index].numpy()
+    return result['keypoints'][nearest_box(boxes, box)].numpy()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -23,6 +23,7 @@ from edge_offload.zoo.blazepose import (
     BlazePoseLandmarker,
     BlazePosePeople,
 )
+from edge_offload.zoo.detection_metrics import nearest_box
 
 torch.set_num_threads(1)
 
@@ -270,9 +271,7 @@ def test_keypoint_within_10_px_of_hand_label(
     boxes = result['boxes'].numpy()
     assert len(boxes), 'nobody found'
     # The person is the detection whose box centre is nearest the labelled box centre.
-    labelled = np.asarray(person['box'], dtype=float)
-    centres = (boxes[:, :2] + boxes[:, 2:]) / 2
-    index = int(np.argmin(np.linalg.norm(centres - (labelled[:2] + labelled[2:]) / 2, axis=1)))
+    index = nearest_box(boxes, person['box'])
     predicted = result['keypoints'][index, COCO_KEYPOINT_NAMES.index(name), :2].numpy()
     error = float(np.linalg.norm(predicted - np.asarray(person['keypoints'][name])))
     assert error <= MAX_KEYPOINT_ERROR_PX, f'{name}: {error:.1f} px from the hand label'

@@ -19,6 +19,8 @@ from typing import Any
 import msgpack
 import torch
 
+from edge_offload.protocol import TORCH_DTYPES
+
 MAX_BLOB_BYTES = 4 * 1024 * 1024
 MAX_DEPTH = 8
 MAX_NODES = 200_000
@@ -27,23 +29,6 @@ MAX_NODES = 200_000
 DENIED_OPS = frozenset({'from_file', '_print', 'set_', 'save', 'load'})
 _IDENT = re.compile(r'^[A-Za-z_][A-Za-z0-9_]{0,127}$')
 
-_DTYPES: dict[str, torch.dtype] = {
-    str(dtype).removeprefix('torch.'): dtype
-    for dtype in (
-        torch.float32,
-        torch.float64,
-        torch.float16,
-        torch.bfloat16,
-        torch.uint8,
-        torch.int8,
-        torch.int16,
-        torch.int32,
-        torch.int64,
-        torch.bool,
-        torch.complex64,
-        torch.complex128,
-    )
-}
 _LAYOUTS = {'strided': torch.strided, 'sparse_coo': torch.sparse_coo}
 _MEMORY_FORMATS = {
     'contiguous_format': torch.contiguous_format,
@@ -104,8 +89,6 @@ def encode_tree(value: Any, tensor_ref: Callable[[torch.Tensor], int]) -> Any:
         return {'l': str(value).removeprefix('torch.')}
     if isinstance(value, torch.memory_format):
         return {'m': str(value).removeprefix('torch.')}
-    if isinstance(value, complex):
-        return {'c': [value.real, value.imag]}
     raise OpCodecError(f'cannot send an argument of type {type(value).__name__}')
 
 
@@ -141,15 +124,13 @@ def decode_tree(
         if tag == 'tu' and isinstance(item, list):
             return tuple(decode_tree(v, tensor, device, _depth + 1, budget) for v in item)
         if tag == 'd':
-            return _DTYPES[item]
+            return TORCH_DTYPES[item]
         if tag == 'D' and item in ('cpu', 'cuda', 'meta'):
             return device
         if tag == 'l':
             return _LAYOUTS[item]
         if tag == 'm':
             return _MEMORY_FORMATS[item]
-        if tag == 'c' and isinstance(item, list) and len(item) == 2:
-            return complex(float(item[0]), float(item[1]))
     except (KeyError, TypeError, ValueError):
         pass
     raise OpCodecError(f'malformed argument node {tag!r}')

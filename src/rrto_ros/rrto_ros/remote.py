@@ -36,9 +36,9 @@ from torch import nn
 from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
 
+from edge_offload.protocol import TORCH_DTYPES
 from rrto_ros import op_codec
 
-_DTYPES = {str(d).removeprefix('torch.'): d for d in op_codec._DTYPES.values()}
 # Host reads: the value goes back to the robot.
 _SCALAR_READ = torch.ops.aten._local_scalar_dense.default
 
@@ -315,7 +315,7 @@ class RemoteSession:
             if tag == 'R':
                 value_id, (shape, stride, dtype) = item
                 created.append(value_id)
-                return RemoteTensor(self, value_id, shape, stride, _DTYPES[dtype])
+                return RemoteTensor(self, value_id, shape, stride, TORCH_DTYPES[dtype])
         raise RemoteError(f'malformed result from the edge server: {str(value)[:200]}')
 
     def _send(

@@ -67,6 +67,12 @@ COCO_KEYPOINT_NAMES = (
 )  # fmt: skip
 # BlazePose landmark index of each COCO keypoint (COCO's eyes are the eye centres).
 COCO_FROM_BLAZEPOSE = tuple(BLAZEPOSE_LANDMARK_NAMES.index(name) for name in COCO_KEYPOINT_NAMES)
+LANDMARK_OUTPUT_NAMES = ('landmarks', 'pose_flag', 'segmentation', 'heatmap', 'world_landmarks')
+
+DETECTOR_SIZE = 224
+LANDMARK_SIZE = 256
+NUM_LANDMARKS = 39  # 33 body landmarks + 6 auxiliary (33, 34: ROI centre and size point)
+MAX_PEOPLE = 16
 # Landmark index seen at each index in a mirrored image: left and right swap, the 6
 # auxiliary landmarks (ROI centre/size points) stay.
 _MIRROR_INDEX = tuple(
@@ -74,13 +80,7 @@ _MIRROR_INDEX = tuple(
         name.replace('left', '@').replace('right', 'left').replace('@', 'right')
     )
     for name in BLAZEPOSE_LANDMARK_NAMES
-) + tuple(range(len(BLAZEPOSE_LANDMARK_NAMES), 39))
-LANDMARK_OUTPUT_NAMES = ('landmarks', 'pose_flag', 'segmentation', 'heatmap', 'world_landmarks')
-
-DETECTOR_SIZE = 224
-LANDMARK_SIZE = 256
-NUM_LANDMARKS = 39  # 33 body landmarks + 6 auxiliary (33, 34: ROI centre and size point)
-MAX_PEOPLE = 16
+) + tuple(range(len(BLAZEPOSE_LANDMARK_NAMES), NUM_LANDMARKS))
 
 FrontEnd = Literal['blazepose', 'tiled', 'hog', 'hybrid']
 FRONT_ENDS: tuple[str, ...] = ('blazepose', 'tiled', 'hog', 'hybrid')

@@ -96,6 +96,13 @@ class Counts:
         return self.tp / total if total else 1.0
 
 
+def nearest_box(boxes: np.ndarray, box: Sequence[float]) -> int:
+    """Return the index of the row of ``boxes`` (N x 4) whose centre is nearest ``box``'s."""
+    target = np.asarray(box, dtype=float)
+    centres = (np.asarray(boxes)[:, :2] + np.asarray(boxes)[:, 2:]) / 2
+    return int(np.argmin(np.linalg.norm(centres - (target[:2] + target[2:]) / 2, axis=1)))
+
+
 def box_heights(boxes: Sequence[Sequence[float]] | np.ndarray) -> np.ndarray:
     """Return the heights (y_max - y_min) of x_min, y_min, x_max, y_max boxes."""
     boxes = np.asarray(boxes, dtype=np.float64).reshape(-1, 4)
