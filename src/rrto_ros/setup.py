@@ -22,6 +22,14 @@ setup(
     license='Apache-2.0',
     extras_require={'test': ['pytest']},
     entry_points={
-        'console_scripts': [],
+        'console_scripts': ['rrto-run = rrto_ros.run:main'],
+        'edge_offload.modes': [
+            'per_op = rrto_ros.modes:PerOpMode',
+            'rrto = rrto_ros.modes:RrtoMode',
+        ],
+        'edge_offload.server_modes': [
+            'per_op = rrto_ros.modes:PerOpServerMode',
+            'rrto = rrto_ros.modes:RrtoServerMode',
+        ],
     },
 )

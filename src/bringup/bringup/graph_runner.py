@@ -36,7 +36,7 @@ from bringup.sensor_source_node import SensorSourceNode
 from bringup.tracking_monitor_node import TrackingMonitorNode
 from edge_offload.assets import AssetMissingError, asset_path
 from edge_offload.edge_server_node import EdgeServerNode
-from edge_offload.keys import AUTHORIZED_CLIENTS_SUBDIR, generate_key_pair
+from edge_offload.keys import ensure_loopback_keys
 from edge_offload.offload_bridge_node import OffloadBridgeNode
 
 DRAIN_TIMEOUT_S = 30.0
@@ -56,24 +56,6 @@ def resolve_uri(uri: str) -> str:
     if uri.startswith('asset:'):
         return str(asset_path(uri.removeprefix('asset:')))
     return uri
-
-
-def ensure_keys(directory: Path) -> dict[str, str]:
-    """Create server and robot CURVE keys in ``directory`` if missing; return key parameters."""
-    directory = directory.expanduser()
-    for name in ('server', 'robot'):
-        if not (directory / f'{name}.key_secret').is_file():
-            generate_key_pair(directory, name)
-    authorized = directory / AUTHORIZED_CLIENTS_SUBDIR
-    authorized.mkdir(parents=True, exist_ok=True)
-    robot_public = directory / 'robot.key'
-    (authorized / robot_public.name).write_bytes(robot_public.read_bytes())
-    return {
-        'server_secret': str(directory / 'server.key_secret'),
-        'server_public': str(directory / 'server.key'),
-        'robot_secret': str(directory / 'robot.key_secret'),
-        'authorized': str(authorized),
-    }
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -142,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     except AssetMissingError as error:
         print(f'kapao_tracking: {error}', file=sys.stderr)
         return 1
-    keys = ensure_keys(args.keys_dir) if args.keys_dir else {}
+    keys = ensure_loopback_keys(args.keys_dir) if args.keys_dir else {}
     if args.rviz:
         print(
             'kapao_tracking: RViz runs with the launch file (ros2 launch bringup '

@@ -109,6 +109,27 @@ def generate_key_pair(directory: str | os.PathLike[str], name: str) -> tuple[Pat
     return Path(public_file), Path(secret_file)
 
 
+def ensure_loopback_keys(directory: Path) -> dict[str, str]:
+    """Create server and robot CURVE keys in ``directory`` if missing (a loopback set-up).
+
+    Returns the key parameters: server_secret, server_public, robot_secret, authorized.
+    """
+    directory = directory.expanduser()
+    for name in ('server', 'robot'):
+        if not (directory / f'{name}.key_secret').is_file():
+            generate_key_pair(directory, name)
+    authorized = directory / AUTHORIZED_CLIENTS_SUBDIR
+    authorized.mkdir(parents=True, exist_ok=True)
+    robot_public = directory / 'robot.key'
+    (authorized / robot_public.name).write_bytes(robot_public.read_bytes())
+    return {
+        'server_secret': str(directory / 'server.key_secret'),
+        'server_public': str(directory / 'server.key'),
+        'robot_secret': str(directory / 'robot.key_secret'),
+        'authorized': str(authorized),
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     """Create CURVE key pairs for the edge server and robots (console script)."""
     parser = argparse.ArgumentParser(

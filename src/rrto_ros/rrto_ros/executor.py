@@ -65,6 +65,8 @@ class OpExecutor:
         self._storages: dict[int, _Storage] = {}
         self._bytes = 0
         self.ops_run = 0
+        #: Whether the last operator's result sizes could not be derived from sizes alone.
+        self.last_dynamic = True
 
     # -- table --------------------------------------------------------------------------
 
@@ -77,6 +79,9 @@ class OpExecutor:
     def bytes_held(self) -> int:
         """Return the bytes of the distinct storages the table holds."""
         return self._bytes
+
+    def __contains__(self, value_id: object) -> bool:
+        return value_id in self._values
 
     def value(self, value_id: int) -> torch.Tensor:
         """Return the stored value ``value_id``."""
@@ -170,7 +175,7 @@ class OpExecutor:
         call_kwargs = {
             str(k): op_codec.decode_tree(v, lookup, self.device) for k, v in kwargs.items()
         }
-        self._check_output_size(func, call_args, call_kwargs)
+        meta_out = self._check_output_size(func, call_args, call_kwargs)
         try:
             result = func(*call_args, **call_kwargs)
         except Exception as error:  # the operator's own error goes back to the robot
@@ -200,17 +205,22 @@ class OpExecutor:
         except ExecutorError:
             self.release(stored)
             raise
+        self.last_dynamic = meta_out is None or _metas(meta_out) != _metas(result)
         return encoded, next_id - first_id
 
-    def _check_output_size(self, func: Any, args: list, kwargs: dict) -> None:
-        """Refuse an operator whose new results would exceed the byte budget."""
+    def _check_output_size(self, func: Any, args: list, kwargs: dict) -> Any:
+        """Refuse an operator whose new results would exceed the byte budget.
+
+        Returns the results computed on the meta device (None where sizes depend on data
+        or there is no meta kernel).
+        """
         try:
             meta_args, meta_kwargs = pytree.tree_map_only(
                 torch.Tensor, lambda t: t.to('meta'), (args, kwargs)
             )
             out = func(*meta_args, **meta_kwargs)
         except Exception:  # no meta kernel or data-dependent sizes: checked after the run
-            return
+            return None
         need = sum(
             t.untyped_storage().nbytes()
             for t in pytree.tree_leaves(out)
@@ -221,3 +231,12 @@ class OpExecutor:
                 f'{func}: results need {need} bytes; the session holds {self._bytes} of its '
                 f'{self.max_bytes}'
             )
+        return out
+
+
+def _metas(tree: Any) -> list:
+    """Return what a result tree looks like: tensor metadata and plain-value types."""
+    return [
+        tensor_meta(leaf) if isinstance(leaf, torch.Tensor) else type(leaf).__name__
+        for leaf in pytree.tree_leaves(tree)
+    ]

@@ -173,6 +173,11 @@ class RemoteSession:
         for tensor in [*module.parameters(), *module.buffers()]:
             self._cacheable[id(tensor)] = weakref.ref(tensor)
 
+    def reset_remote(self) -> None:
+        """Have the server forget this robot's values and sequences (a fresh session)."""
+        with self._lock:
+            self._send('reset', {}, {})
+
     @contextlib.contextmanager
     def active(self) -> Iterator[RemoteSession]:
         """Send every aten operator to the edge server inside the block."""
@@ -191,14 +196,14 @@ class RemoteSession:
         """Return the server's value of ``tensor`` as a host tensor."""
         # Called from user code too (``.cpu()``), where the mode would catch our own ops.
         with self._lock, _disable_current_modes():
-            fields, tensors = self._send('fetch', {'value': tensor._value_id}, {})
-            value = tensors.get('value')
-            if value is None:
-                raise RemoteError('the edge server sent no value')
-            self.stats.host_reads += 1
-            if self.observer is not None:
-                self.observer('fetch', {'value': tensor._value_id, 'tensor': value})
-            return value.reshape(tensor.shape)
+            return self._fetch_value(tensor._value_id).reshape(tensor.shape)
+
+    def _fetch_value(self, value_id: int) -> torch.Tensor:
+        value = self._run_fetch(value_id)
+        self.stats.host_reads += 1
+        if self.observer is not None:
+            self.observer('fetch', {'value': value_id, 'tensor': value, 'next_id': self._next_id})
+        return value
 
     # -- operators ----------------------------------------------------------------------
 
@@ -221,13 +226,17 @@ class RemoteSession:
             uploads: dict[int, torch.Tensor] = {}
             by_id: dict[int, torch.Tensor] = {}
             reads: list[tuple[str, int]] = []
+            inputs: list[int] = []
 
             def ref(tensor: torch.Tensor) -> int:
                 role, value_id = self._ref(tensor, uploads)
                 by_id[value_id] = tensor
                 reads.append((role, value_id))
+                if role == 'input' and value_id not in inputs:
+                    inputs.append(value_id)
                 return value_id
 
+            start_id = self._next_id
             name = op_codec.op_name(func)
             call = {
                 'op': name,
@@ -235,17 +244,12 @@ class RemoteSession:
                 'kwargs': {k: op_codec.encode_tree(v, ref) for k, v in kwargs.items()},
                 'first': self._next_id,
                 'uploads': list(uploads),
-                'free': self._take_freed(),
+                # Per-pass host tensors: the server drops its copy after this operator.
+                'inputs': inputs,
             }
-            tensors = {f'u{i}': t for i, t in enumerate(uploads.values())}
-            tensors['call'] = op_codec.blob_tensor(call)
-            fields, reply = self._send('exec', {}, tensors)
+            encoded, dynamic = self._run_exec(call, uploads, start_id)
             self.stats.uploads += len(uploads)
             self.stats.ops += 1
-            result_blob = reply.get('result')
-            if result_blob is None:
-                raise RemoteError(f'{name}: the edge server sent no result')
-            encoded = op_codec.tensor_blob(result_blob)
             created: list[int] = []
             result = self._decode_result(encoded, by_id, created)
             self._next_id += len(created)
@@ -259,9 +263,55 @@ class RemoteSession:
                         'uploads': uploads,
                         'result': encoded,
                         'created': created,
+                        'start_id': start_id,
+                        'next_id': self._next_id,
+                        'dynamic': dynamic,
                     },
                 )
+            self._write_back_inputs(encoded, by_id, inputs)
             return result
+
+    # -- the exchange with the server (RRTO replaces these while it replays) -------------
+
+    def _run_exec(
+        self, call: dict, uploads: dict[int, torch.Tensor], start_id: int
+    ) -> tuple[Any, bool]:
+        """Run one operator call on the server.
+
+        Returns its encoded result and whether its result sizes depend on data (the
+        server could not derive them from argument sizes alone).
+        """
+        tensors = {f'u{i}': t for i, t in enumerate(uploads.values())}
+        tensors['call'] = op_codec.blob_tensor({**call, 'free': self._take_freed()})
+        fields, reply = self._send('exec', {}, tensors)
+        result_blob = reply.get('result')
+        if result_blob is None:
+            raise RemoteError(f'{call["op"]}: the edge server sent no result')
+        return op_codec.tensor_blob(result_blob), bool(fields.get('dynamic', True))
+
+    def _run_fetch(self, value_id: int) -> torch.Tensor:
+        """Return the server's value ``value_id``."""
+        _, tensors = self._send('fetch', {'value': value_id}, {})
+        value = tensors.get('value')
+        if value is None:
+            raise RemoteError('the edge server sent no value')
+        return value
+
+    def _write_back_inputs(self, encoded: Any, by_id: dict, inputs: list[int]) -> None:
+        """Copy an in-place result on an uploaded host tensor back into that tensor."""
+        if not inputs:
+            return
+        written = [
+            leaf['T']
+            for leaf in _result_refs(encoded)
+            if leaf['T'] in inputs and isinstance(by_id.get(leaf['T']), torch.Tensor)
+        ]
+        for value_id in written:
+            # The server kept its copy for this (see service.py): fetch it, copy it in.
+            value = self._fetch_value(value_id)
+            with _disable_current_modes():
+                by_id[value_id].copy_(value.reshape(by_id[value_id].shape))
+            self._freed.append(value_id)
 
     # -- internals ----------------------------------------------------------------------
 
@@ -334,3 +384,19 @@ class RemoteSession:
     def _take_freed(self) -> list[int]:
         freed, self._freed = self._freed, []
         return freed
+
+
+def _result_refs(encoded: Any) -> list[dict]:
+    """Return the ``{'T': id}`` leaves of an encoded result (arguments returned)."""
+    found: list[dict] = []
+    stack = [encoded]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, dict):
+            if 'T' in item and len(item) == 1:
+                found.append(item)
+            elif 'tu' in item and len(item) == 1:
+                stack.extend(item['tu'])
+    return found

@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """Per-operator offloading: every aten op of an unmodified model runs in an OpExecutor.
 
-The transport here calls the executor in-process (what the edge server does with a
-decoded message), so these tests pin the interception, handles, caching and host reads;
+The transport here calls the server's OpService in-process (what the edge server does
+with a decoded message), so these tests pin the interception, handles, caching and host reads;
 outputs must equal local inference bit for bit (same CPU kernels on both sides).
 """
 
@@ -19,31 +19,14 @@ from edge_offload.models import load_model
 from rrto_ros import op_codec
 from rrto_ros.executor import ExecutorError, OpExecutor
 from rrto_ros.remote import RemoteSession, RemoteTensor
+from rrto_ros.service import LoopbackTransport, OpService
 
 torch.set_num_threads(1)
 
 
-class LoopbackTransport:
-    """Decode each request as the server would and run it on an OpExecutor."""
-
-    def __init__(self, executor: OpExecutor) -> None:
-        self.executor = executor
-
-    def __call__(self, op: str, fields: dict, tensors: dict) -> tuple[dict, dict]:
-        if op == 'fetch':
-            return {}, {'value': self.executor.fetch(fields['value'])}
-        call = op_codec.tensor_blob(tensors['call'])
-        self.executor.release(call['free'])
-        for index, value_id in enumerate(call['uploads']):
-            # .clone(): the server owns what it received, as after a network copy.
-            self.executor.upload(value_id, tensors[f'u{index}'].clone())
-        result, _ = self.executor.execute(call['op'], call['args'], call['kwargs'], call['first'])
-        return {}, {'result': op_codec.blob_tensor(result)}
-
-
 def _session() -> tuple[RemoteSession, OpExecutor]:
-    executor = OpExecutor()
-    return RemoteSession(LoopbackTransport(executor)), executor
+    service = OpService()
+    return RemoteSession(LoopbackTransport(service)), service.executor
 
 
 def _image(asset: str, size: tuple[int, int] | None = None) -> torch.Tensor:

@@ -1,0 +1,171 @@
+# Copyright 2026 The edge_offload authors
+# SPDX-License-Identifier: Apache-2.0
+"""The bridge's ``per_op`` and ``rrto`` offloading modes (edge_offload mode plug-ins).
+
+Robot half: the requested zoo model runs here, unmodified, inside a ``RemoteSession``
+(``per_op``) or an ``RrtoSession`` (``rrto``): every aten operator goes to the edge
+server, and the outputs are fetched at the end (host reads). Server half: one
+:class:`~rrto_ros.service.OpService` per robot session.
+
+One session serves every request of a mode, one request at a time: RRTO expects one
+steady operator stream (spec 3.8), so a bridge that alternates models keeps recording.
+After any failure the session is dropped and the next request starts a fresh one (the
+server forgets the old values); the offloader runs the failed request locally.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, ClassVar
+
+import torch
+
+from edge_offload.modes.base import (
+    InferenceRequest,
+    InferenceResult,
+    InferenceStats,
+    OffloadError,
+    OffloadMode,
+    ServerCall,
+    ServerMode,
+    ServerModeContext,
+    ServerReply,
+    ServerUnavailableError,
+    Stage,
+)
+from rrto_ros.op_codec import OpCodecError
+from rrto_ros.remote import RemoteError, RemoteSession, RemoteTensor
+from rrto_ros.rrto import RrtoSession
+from rrto_ros.service import OpService
+
+
+class _Exchange:
+    """The transport of one mode: ``EdgeClient.call`` with the current request's limits."""
+
+    def __init__(self, mode: PerOpMode) -> None:
+        self.mode = mode
+        self.request: InferenceRequest | None = None
+        self.stats = InferenceStats()
+
+    def __call__(
+        self, op: str, fields: dict[str, Any], tensors: dict[str, torch.Tensor]
+    ) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
+        client = self.mode.context.client
+        if client is None:
+            raise ServerUnavailableError('no edge server configured')
+        request = self.request
+        timeout_s = None
+        if request is not None and request.deadline is not None:
+            timeout_s = max(0.0, request.deadline - time.monotonic())
+        reply = client.call(
+            self.mode.name,
+            op,
+            fields,
+            tensors,
+            timeout_s=timeout_s,
+            cancel=request.cancel if request is not None else None,
+        )
+        self.stats.bytes_up += reply.bytes_up
+        self.stats.bytes_down += reply.bytes_down
+        self.stats.round_trips += 1
+        self.stats.server_compute_time_s += reply.compute_time_s
+        return reply.fields, reply.tensors
+
+
+class PerOpMode(OffloadMode):
+    """Robot half of ``per_op``: one round trip per aten operator (the Cricket baseline)."""
+
+    name = 'per_op'
+    session_class: ClassVar[type[RemoteSession]] = RemoteSession
+
+    def __init__(self, context: Any) -> None:
+        super().__init__(context)
+        self._lock = threading.Lock()
+        self._exchange = _Exchange(self)
+        self.session: RemoteSession | None = None
+
+    def _new_session(self) -> RemoteSession:
+        session = self.session_class(self._exchange)
+        session.reset_remote()
+        return session
+
+    def infer(self, request: InferenceRequest) -> InferenceResult:
+        """Run ``request`` with every operator on the edge server."""
+        if self.context.client is None:
+            raise ServerUnavailableError('no edge server configured')
+        model = self.context.models.get(request.model)
+        with self._lock:
+            started = time.monotonic()
+            self._exchange.request = request
+            self._exchange.stats = InferenceStats()
+            request.report(Stage.SERVER_COMPUTE)
+            try:
+                if self.session is None:
+                    self.session = self._new_session()
+                session = self.session
+                session.register_module(model.module)
+                with session.active():
+                    remote_outputs = model(request.inputs)
+                outputs = {
+                    name: value.cpu() if isinstance(value, RemoteTensor) else value
+                    for name, value in remote_outputs.items()
+                }
+            except OffloadError:
+                self.session = None  # the server's values may not match ours any more
+                raise
+            except (RemoteError, OpCodecError, RuntimeError, ValueError) as error:
+                self.session = None
+                raise OffloadError(f'{self.name}: {error}') from error
+            finally:
+                self._exchange.request = None
+            stats = self._exchange.stats
+            stats.total_time_s = time.monotonic() - started
+            stats.local_compute_time_s = max(0.0, stats.total_time_s - stats.server_compute_time_s)
+            request.report(Stage.DOWNLOADING, stats.bytes_up, stats.bytes_down)
+            return InferenceResult(outputs=outputs, mode=self.name, stats=stats)
+
+    def close(self) -> None:
+        """Forget the session (the server drops it when the connection goes)."""
+        with self._lock:
+            self.session = None
+
+
+class RrtoMode(PerOpMode):
+    """Robot half of ``rrto``: per operator until the sequence is found, then replay."""
+
+    name = 'rrto'
+    session_class = RrtoSession
+
+
+def _device() -> str:
+    return 'cuda' if torch.cuda.is_available() else 'cpu'
+
+
+class PerOpServerMode(ServerMode):
+    """Server half of ``per_op``: one ``OpService`` per robot session."""
+
+    name = 'per_op'
+
+    def __init__(self, context: ServerModeContext) -> None:
+        super().__init__(context)
+        self.device = _device()
+
+    def open_session(self, session_id: str) -> OpService:
+        """Return a fresh value table for ``session_id``."""
+        return OpService(self.device)
+
+    def handle(self, state: OpService, call: ServerCall) -> ServerReply:
+        """Answer one request of the robot's session."""
+        fields, tensors, compute_s = state.handle(call.op, call.fields, call.tensors)
+        return ServerReply(tensors=tensors, fields=fields, compute_time_s=compute_s)
+
+    def close_session(self, state: OpService) -> None:
+        """Drop the session's values."""
+        state.handle('reset', {}, {})
+
+
+class RrtoServerMode(PerOpServerMode):
+    """Server half of ``rrto``: ``per_op`` plus stored sequences and their replay."""
+
+    name = 'rrto'

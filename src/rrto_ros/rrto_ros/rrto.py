@@ -1,0 +1,271 @@
+# Copyright 2026 The edge_offload authors
+# SPDX-License-Identifier: Apache-2.0
+"""Robot half of RRTO: per-operator offloading that records, finds the sequence, replays it.
+
+``RrtoSession`` is a ``RemoteSession`` with the client state machine of the RRTO spec
+(section 3.4):
+
+* ``RECORD``: every call goes to the server one at a time (``per_op``) and into the
+  :class:`~rrto_ros.recorder.Recorder`, which searches the log after every host read.
+* ``ARMED``: a sequence was found and uploaded to the server once. Calls still go one at a
+  time until one matches the sequence's first step: an inference starts there.
+* ``REPLAY``: each call is checked against the next recorded step (operator, arguments,
+  where every tensor came from, upload sizes). A matching call is answered here from the
+  record, without the network; its uploads wait. At a host read (or an operator whose
+  result the record cannot give) the robot sends one ``replay`` request with the waiting
+  uploads; the server runs the recorded steps as far as its inputs allow and answers every
+  host read in that range. A model with its inputs first and its outputs last needs one
+  round trip per inference.
+* A call that does not match ends the replay: the server runs the steps the robot already
+  answered, the call goes per operator, the log starts afresh, and the search runs again.
+  The same happens when the server finds a result that differs from the record at a step
+  the robot has not answered yet.
+
+Limits: operators the server replayed past a divergence (up to the next host read) ran
+once more than the program asked for; if one of them wrote in place into a value the
+program still holds, that value has the write. An operator whose result sizes depend on
+data is a ``sync`` step, answered by the server, so a different size never gets past it.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from rrto_ros import op_codec, replay
+from rrto_ros.recorder import DEFAULT_MAX_ENTRIES, Recorder
+from rrto_ros.remote import RemoteError, RemoteSession, Transport
+from rrto_ros.sequence_search import DEFAULT_MIN_REPEATS
+
+_LOG = logging.getLogger('rrto_ros')
+
+
+class ReplayState(enum.Enum):
+    """Where the client state machine is."""
+
+    RECORD = 'record'
+    ARMED = 'armed'
+    REPLAY = 'replay'
+
+
+@dataclass
+class ReplayStats:
+    """What record and replay did so far (counters only grow)."""
+
+    sequences_found: int = 0
+    passes_started: int = 0
+    passes_replayed: int = 0  # completed without divergence
+    aborts: int = 0
+    steps_answered: int = 0  # calls answered from the record
+    last_abort: str = ''
+    abort_reasons: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Pass:
+    base: int
+    cursor: int = 0  # next step the robot answers
+    server_cursor: int = 0  # next step the server runs
+    started: bool = False
+    pending: dict[int, torch.Tensor] = field(default_factory=dict)
+    results: dict[int, Any] = field(default_factory=dict)
+    fetched: dict[int, torch.Tensor] = field(default_factory=dict)
+    stopped: dict | None = None
+
+
+def _umeta(uploads: dict[int, torch.Tensor]) -> list:
+    return [[list(t.shape), list(t.stride()), str(t.dtype)[6:]] for t in uploads.values()]
+
+
+class RrtoSession(RemoteSession):
+    """Per-operator offloading with record, operator sequence search and replay."""
+
+    def __init__(
+        self,
+        transport: Transport,
+        *,
+        min_repeats: int = DEFAULT_MIN_REPEATS,
+        max_log_entries: int = DEFAULT_MAX_ENTRIES,
+        replay_enabled: bool = True,
+    ) -> None:
+        super().__init__(transport)
+        self.recorder = Recorder(min_repeats, max_log_entries)
+        self.replay_enabled = replay_enabled
+        self.state = ReplayState.RECORD
+        self.sequence: replay.ReplaySequence | None = None
+        self.replay_stats = ReplayStats()
+        self._pass: _Pass | None = None
+        self._answered = False  # the current call was answered from the record
+        self.observer = self._observe
+
+    # -- recording ----------------------------------------------------------------------
+
+    def _observe(self, event: str, details: dict[str, Any]) -> None:
+        if self._answered or not self.replay_enabled:
+            return
+        found = self.recorder.on_event(event, details)
+        if found is None or (self.sequence is not None and self._same(found)):
+            return
+        try:
+            self._send('sequence', {}, {'sequence': op_codec.blob_tensor(found.to_wire())})
+        except (RemoteError, op_codec.OpCodecError) as error:
+            _LOG.warning('could not upload the recorded sequence: %s', error)
+            return
+        self.sequence = found
+        self.state = ReplayState.ARMED
+        self.replay_stats.sequences_found += 1
+        _LOG.info(
+            'rrto: found the inference sequence (%d steps); replaying from the next inference',
+            len(found.steps),
+        )
+
+    def _same(self, found: replay.ReplaySequence) -> bool:
+        return self.sequence is not None and self.sequence.steps == found.steps
+
+    # -- the exchange -------------------------------------------------------------------
+
+    def _run_exec(
+        self, call: dict, uploads: dict[int, torch.Tensor], start_id: int
+    ) -> tuple[Any, bool]:
+        self._answered = False
+        umeta = _umeta(uploads)
+        if self.state is ReplayState.ARMED and self.sequence is not None:
+            first = self.sequence.steps[0]
+            if replay.exec_matches(first, call, umeta, start_id):
+                self._pass = _Pass(base=start_id)
+                self.state = ReplayState.REPLAY
+                self.replay_stats.passes_started += 1
+        if self.state is ReplayState.REPLAY:
+            answer = self._replay_exec(call, uploads, umeta)
+            if answer is not None:
+                return answer
+        return super()._run_exec(call, uploads, start_id)
+
+    def _run_fetch(self, value_id: int) -> torch.Tensor:
+        self._answered = False
+        if self.state is ReplayState.REPLAY:
+            current, sequence = self._pass, self.sequence
+            step = sequence.steps[current.cursor]
+            if replay.fetch_matches(step, value_id, current.base):
+                index = current.cursor
+                self._sync(index)
+                if self._stopped_at(index):
+                    stopped = current.stopped
+                    self._leave(f'the server stopped at step {index}')
+                    raise RemoteError(f'host read: {stopped.get("error", "diverged")}')
+                value = current.fetched.pop(index)
+                self._answered = True
+                self.replay_stats.steps_answered += 1
+                self._advance()
+                return value
+            self._abort(f'host read of value {value_id} where step {current.cursor} was due')
+        return super()._run_fetch(value_id)
+
+    def _replay_exec(self, call: dict, uploads: dict, umeta: list) -> tuple[Any, bool] | None:
+        current, sequence = self._pass, self.sequence
+        index = current.cursor
+        step = sequence.steps[index]
+        if not replay.exec_matches(step, call, umeta, current.base):
+            self._abort(f'{call["op"]} where step {index} ({step.get("op", "fetch")}) was due')
+            return None
+        current.pending.update(uploads)
+        if step['sync'] or (current.stopped is not None and current.stopped['step'] == index):
+            self._sync(index)
+            if self._stopped_at(index):
+                stopped = current.stopped
+                self._leave(f'the server stopped at step {index}')
+                if 'error' in stopped:
+                    raise RemoteError(f'{call["op"]}: {stopped["error"]}')
+                self._answered = False
+                return stopped['result'], True
+            result = current.results.pop(index)
+        else:
+            result = replay.rebase(step['result'], current.base)
+        self._answered = True
+        self.replay_stats.steps_answered += 1
+        self._advance()
+        return result, step['sync']
+
+    def _stopped_at(self, index: int) -> bool:
+        current = self._pass
+        return (
+            current is not None
+            and current.stopped is not None
+            and (current.stopped['step'] == index)
+        )
+
+    def _advance(self) -> None:
+        current = self._pass
+        current.cursor += 1
+        if current.cursor == len(self.sequence.steps):
+            self._pass = None
+            self.state = ReplayState.ARMED
+            self.replay_stats.passes_replayed += 1
+
+    def _sync(self, index: int, *, end: bool = False) -> None:
+        """Have the server run through ``index`` (or the steps before it, with ``end``)."""
+        current, sequence = self._pass, self.sequence
+        if end:
+            until = index - 1
+            if (not current.started and index == 0) or current.server_cursor >= len(
+                sequence.steps
+            ):
+                return
+        else:
+            if current.server_cursor > index or current.stopped is not None:
+                return
+            until = sequence.run_until(index)
+        ids = list(current.pending)
+        blob = {
+            'seq': sequence.sequence_id,
+            'start': None if current.started else current.base,
+            'until': until,
+            'end': end,
+            'uploads': ids,
+            'free': self._take_freed(),
+        }
+        tensors = {f'u{i}': current.pending[value_id] for i, value_id in enumerate(ids)}
+        tensors['call'] = op_codec.blob_tensor(blob)
+        current.pending.clear()
+        current.started = True
+        self.stats.uploads += len(ids)
+        _, reply = self._send('replay', {}, tensors)
+        answer = op_codec.tensor_blob(reply['replay'])
+        for step_index, encoded in answer['results']:
+            current.results[step_index] = encoded
+        for name, value in reply.items():
+            if name.startswith('f'):
+                current.fetched[int(name[1:])] = value
+        current.server_cursor = answer['cursor']
+        stopped = answer['stopped']
+        if stopped is not None:
+            current.stopped = stopped
+            if stopped['step'] < current.cursor:
+                # The robot already answered that step from the record: its handles may
+                # not describe the server's values. Fail this inference; start afresh.
+                self._leave(f'the server diverged at step {stopped["step"]}, already answered')
+                raise RemoteError(
+                    f'replay diverged on the edge server at step {stopped["step"]}, after '
+                    'the robot had answered it; the inference is lost'
+                )
+
+    def _abort(self, why: str) -> None:
+        """Leave the replay at the current step; the server catches up to it first."""
+        current = self._pass
+        if current.stopped is None:
+            self._sync(current.cursor, end=True)
+        self._leave(why)
+
+    def _leave(self, why: str) -> None:
+        self._pass = None
+        self.sequence = None
+        self.state = ReplayState.RECORD
+        self.recorder.clear()
+        self.replay_stats.aborts += 1
+        self.replay_stats.last_abort = why
+        self.replay_stats.abort_reasons = [*self.replay_stats.abort_reasons[-9:], why]
+        _LOG.info('rrto: replay aborted (%s); back to per-operator calls and recording', why)

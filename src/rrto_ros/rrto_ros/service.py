@@ -1,0 +1,315 @@
+# Copyright 2026 The edge_offload authors
+# SPDX-License-Identifier: Apache-2.0
+"""Edge-server half of ``per_op`` and ``rrto`` for one robot session, with no sockets.
+
+``OpService.handle(op, fields, tensors)`` answers one request of the robot's
+``RemoteSession`` (``rrto_ros.modes`` carries them over the edge_offload protocol):
+
+* ``reset``: forget every value and sequence (a new robot session).
+* ``exec``: run one operator (tensor ``call``: a blob with op, args, kwargs, first id,
+  upload ids, per-pass input ids, ids to free; tensors ``u0``.. the uploads). Reply:
+  tensor ``result`` (the encoded result), field ``dynamic``.
+* ``fetch``: field ``value``; reply tensor ``value`` (a host read).
+* ``sequence``: store a recorded :class:`~rrto_ros.replay.ReplaySequence` (tensor
+  ``sequence``), uploaded once. At most ``max_sequences`` are kept, newest first.
+* ``replay``: run a stored sequence's steps for one pass (tensor ``call``: sequence id,
+  ``start`` (the pass's first id, on the pass's first request), ``until`` (last step to run),
+  ``end`` (leave the pass after it: the robot diverged), uploads and frees). The server runs
+  from where it stopped through ``until`` and answers every host read in that range at
+  once: the values fetched (tensors ``f<step>``) and the results of ``sync`` steps.
+  It checks every result against the record; on a difference or an operator error it stops
+  at that step and says so (``stopped``), and the robot finishes the pass per operator.
+
+The robot answers replayed steps from the record ahead of the server, so it may free a
+value before the server has run the steps that read it; such a value is released right
+after the last step that reads it, so a replayed pass holds no more memory than the same
+pass per operator.
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+import time
+from typing import Any
+
+import torch
+
+from edge_offload import protocol
+from rrto_ros import op_codec, replay
+from rrto_ros.executor import DEFAULT_MAX_BYTES, DEFAULT_MAX_VALUES, ExecutorError, OpExecutor
+
+DEFAULT_MAX_SEQUENCES = 4
+
+
+class _Pass:
+    def __init__(self, sequence: replay.ReplaySequence, base: int) -> None:
+        self.sequence = sequence
+        self.base = base
+        self.cursor = 0
+
+
+def _bad(message: str) -> protocol.ProtocolError:
+    return protocol.ProtocolError(protocol.E_BAD_REQUEST, message)
+
+
+def _id_list(value: Any, what: str) -> list[int]:
+    if not isinstance(value, list) or not all(
+        isinstance(v, int) and not isinstance(v, bool) for v in value
+    ):
+        raise _bad(f'{what} must be a list of integers')
+    return value
+
+
+class OpService:
+    """One robot session's values, sequences and replay cursor."""
+
+    def __init__(
+        self,
+        device: torch.device | str = 'cpu',
+        *,
+        max_values: int = DEFAULT_MAX_VALUES,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        max_sequences: int = DEFAULT_MAX_SEQUENCES,
+    ) -> None:
+        self.executor = OpExecutor(device, max_values=max_values, max_bytes=max_bytes)
+        self.max_sequences = max_sequences
+        self._sequences: collections.OrderedDict[int, replay.ReplaySequence] = (
+            collections.OrderedDict()
+        )
+        self._pass: _Pass | None = None
+        self._pending_free: dict[int, list[int]] = {}
+        self._lock = threading.Lock()
+        self.replayed_steps = 0
+
+    def handle(
+        self, op: str, fields: dict[str, Any], tensors: dict[str, torch.Tensor]
+    ) -> tuple[dict[str, Any], dict[str, torch.Tensor], float]:
+        """Answer one request; return reply fields, reply tensors and compute seconds.
+
+        Raises:
+            protocol.ProtocolError: a malformed request (``bad_request``) or an operator
+                the executor refused or that failed (``invalid_input``).
+
+        """
+        with self._lock:
+            started = time.perf_counter()
+            try:
+                reply_fields, reply_tensors = self._dispatch(op, fields, tensors)
+            except (ExecutorError, op_codec.OpCodecError, replay.SequenceError) as error:
+                raise protocol.ProtocolError(protocol.E_INVALID_INPUT, str(error)) from None
+            return reply_fields, reply_tensors, time.perf_counter() - started
+
+    def _dispatch(
+        self, op: str, fields: dict[str, Any], tensors: dict[str, torch.Tensor]
+    ) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
+        if op == 'exec':
+            return self._exec(tensors)
+        if op == 'fetch':
+            value_id = fields.get('value')
+            if not isinstance(value_id, int) or isinstance(value_id, bool):
+                raise _bad('fetch needs an integer value id')
+            return {}, {'value': self.executor.fetch(value_id)}
+        if op == 'replay':
+            return self._replay(tensors)
+        if op == 'sequence':
+            blob = tensors.get('sequence')
+            if blob is None:
+                raise _bad('sequence needs a sequence tensor')
+            sequence = replay.ReplaySequence.from_wire(op_codec.tensor_blob(blob))
+            for step in sequence.steps:
+                if step['k'] == replay.EXEC:
+                    op_codec.resolve_op(step['op'])
+            self._sequences[sequence.sequence_id] = sequence
+            self._sequences.move_to_end(sequence.sequence_id)
+            while len(self._sequences) > self.max_sequences:
+                self._sequences.popitem(last=False)
+            return {'steps': len(sequence.steps)}, {}
+        if op == 'reset':
+            self.executor.clear()
+            self._sequences.clear()
+            self._pass = None
+            self._pending_free.clear()
+            return {}, {}
+        raise _bad(f'no op {op!r} in per-operator offloading')
+
+    # -- per operator -------------------------------------------------------------------
+
+    def _call_blob(self, tensors: dict[str, torch.Tensor]) -> dict[str, Any]:
+        blob = tensors.get('call')
+        if blob is None:
+            raise _bad('missing call tensor')
+        call = op_codec.tensor_blob(blob)
+        if not isinstance(call, dict):
+            raise _bad('call must be a map')
+        return call
+
+    def _upload(self, ids: list[int], tensors: dict[str, torch.Tensor]) -> None:
+        for index, value_id in enumerate(ids):
+            tensor = tensors.get(f'u{index}')
+            if tensor is None:
+                raise _bad(f'upload u{index} is missing')
+            self.executor.upload(value_id, tensor)
+
+    def _free(self, ids: list[int]) -> None:
+        current = self._pass
+        now = []
+        for value_id in ids:
+            offset = value_id - current.base if current is not None else -1
+            last = current.sequence.last_use.get(offset) if current is not None else None
+            if last is None or last < current.cursor:
+                now.append(value_id)
+            else:
+                # The robot answered the steps that read it ahead of us: drop it after the
+                # last of them has run here.
+                self._pending_free.setdefault(last, []).append(value_id)
+        self.executor.release(now)
+
+    def _exec(self, tensors: dict[str, torch.Tensor]) -> tuple[dict, dict]:
+        call = self._call_blob(tensors)
+        self._free(_id_list(call.get('free', []), 'free'))
+        uploads = _id_list(call.get('uploads', []), 'uploads')
+        inputs = _id_list(call.get('inputs', []), 'inputs')
+        self._upload(uploads, tensors)
+        result = None
+        try:
+            result = self._run(call)
+        finally:
+            self._drop_inputs(inputs, result)
+        return {'dynamic': self.executor.last_dynamic}, {'result': op_codec.blob_tensor(result)}
+
+    def _run(self, call: dict[str, Any]) -> Any:
+        first = call.get('first')
+        if not isinstance(first, int) or isinstance(first, bool):
+            raise _bad('call needs an integer first id')
+        result, _ = self.executor.execute(
+            str(call.get('op')), call.get('args'), call.get('kwargs'), first
+        )
+        return result
+
+    def _drop_inputs(self, inputs: list[int], result: Any) -> None:
+        # An input the operator wrote in place is kept: the robot fetches it back.
+        kept = {leaf['T'] for leaf in _refs(result)}
+        self.executor.release([value_id for value_id in inputs if value_id not in kept])
+
+    # -- replay -------------------------------------------------------------------------
+
+    def _replay(self, tensors: dict[str, torch.Tensor]) -> tuple[dict, dict]:
+        call = self._call_blob(tensors)
+        start = call.get('start')
+        if start is not None:
+            sequence = self._sequences.get(call.get('seq'))
+            if sequence is None:
+                raise _bad(f'no sequence {call.get("seq")!r} in this session')
+            if not isinstance(start, int) or isinstance(start, bool):
+                raise _bad('start must be an integer id')
+            self._pass = _Pass(sequence, start)
+            self._pending_free.clear()
+        current = self._pass
+        if current is None:
+            raise _bad('no replay in progress')
+        until = call.get('until')
+        if not isinstance(until, int) or isinstance(until, bool):
+            raise _bad('until must be an integer step')
+        self._upload(_id_list(call.get('uploads', []), 'uploads'), tensors)
+        self._free(_id_list(call.get('free', []), 'free'))
+        results: list[list] = []
+        fetched: dict[str, torch.Tensor] = {}
+        stopped = None
+        steps = current.sequence.steps
+        until = min(until, len(steps) - 1)
+        while current.cursor <= until:
+            index = current.cursor
+            step = steps[index]
+            try:
+                outcome = self._replay_step(step, current.base)
+            except (ExecutorError, op_codec.OpCodecError) as error:
+                stopped = {'step': index, 'error': str(error)}
+                break
+            current.cursor += 1
+            self.replayed_steps += 1
+            self.executor.release(self._pending_free.pop(index, ()))
+            if isinstance(outcome, torch.Tensor):
+                fetched[f'f{index}'] = outcome
+                continue
+            encoded, expected = outcome
+            if replay.result_shape(encoded) != replay.result_shape(expected):
+                stopped = {'step': index, 'result': encoded}
+                break
+            if step['sync']:
+                results.append([index, encoded])
+        cursor = current.cursor
+        if stopped is not None or call.get('end') or cursor >= len(steps):
+            self._pass = None
+            for ids in self._pending_free.values():
+                self.executor.release(ids)
+            self._pending_free.clear()
+        reply = {'results': results, 'stopped': stopped, 'cursor': cursor}
+        fetched['replay'] = op_codec.blob_tensor(reply)
+        return {}, fetched
+
+    def _replay_step(self, step: dict, base: int) -> Any:
+        if step['k'] == replay.FETCH:
+            value = replay.rebase(step['value'], base)
+            return self.executor.fetch(value.get('T'))
+        for index, meta in enumerate(step['umeta']):
+            held = self.executor.value(base + step['uploads'][index])
+            if [list(held.shape), list(held.stride()), str(held.dtype)[6:]] != meta:
+                raise ExecutorError(f'upload {index} of this step does not match the record')
+        call = {
+            'op': step['op'],
+            'args': replay.rebase(step['args'], base),
+            'kwargs': replay.rebase(step['kwargs'], base),
+            'first': base + step['first'],
+        }
+        inputs = [base + offset for offset in step['inputs']]
+        result = None
+        try:
+            result = self._run(call)
+        finally:
+            self._drop_inputs(inputs, result)
+        return result, replay.rebase(step['result'], base)
+
+
+def _walk(tree: Any, tag: str) -> list[dict]:
+    found: list[dict] = []
+    stack = [tree]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, dict):
+            if len(item) == 1 and tag in item:
+                found.append(item)
+            else:
+                stack.extend(item.values())
+    return found
+
+
+def _refs(tree: Any) -> list[dict]:
+    return _walk(tree, 'T')
+
+
+class LoopbackTransport:
+    """A ``RemoteSession`` transport that calls an ``OpService`` in this process.
+
+    What the edge server does with a decoded request, without sockets (tests, benchmarks
+    of the algorithms). Received tensors are cloned: the server owns what it got, as after
+    a network copy. Refusals come back as ``RemoteError``, as the bridge modes raise them.
+    """
+
+    def __init__(self, service: OpService | None = None) -> None:
+        self.service = service or OpService()
+
+    def __call__(
+        self, op: str, fields: dict[str, Any], tensors: dict[str, torch.Tensor]
+    ) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
+        """Answer one request."""
+        from rrto_ros.remote import RemoteError  # noqa: PLC0415 - robot side, tests only
+
+        owned = {name: tensor.clone() for name, tensor in tensors.items()}
+        try:
+            reply_fields, reply_tensors, _ = self.service.handle(op, dict(fields), owned)
+        except protocol.ProtocolError as error:
+            raise RemoteError(f'{error.code}: {error.message}') from None
+        return reply_fields, reply_tensors
