@@ -74,12 +74,18 @@ def rebase(tree: Any, base: int) -> Any:
 
 
 def result_shape(tree: Any) -> Any:
-    """Return ``tree`` with host values replaced by their type: what must repeat."""
+    """Return an encoded result with host values replaced by their type: what must repeat.
+
+    Tensor results (``{'R': [id, meta]}``, ``{'T': id}``) are kept whole: their sizes must
+    repeat exactly.
+    """
     if isinstance(tree, bool | int | float):
         return type(tree).__name__
     if isinstance(tree, list):
         return [result_shape(item) for item in tree]
     if isinstance(tree, dict):
+        if len(tree) == 1 and ('R' in tree or 'T' in tree or 'V' in tree):
+            return tree
         return {key: result_shape(value) for key, value in tree.items()}
     return tree
 

@@ -100,6 +100,7 @@ class RrtoSession(RemoteSession):
         self.replay_stats = ReplayStats()
         self._pass: _Pass | None = None
         self._answered = False  # the current call was answered from the record
+        self._replayed_at_index = -1  # log position of the latest replayed pass
         self.observer = self._observe
 
     # -- recording ----------------------------------------------------------------------
@@ -109,6 +110,11 @@ class RrtoSession(RemoteSession):
             return
         found = self.recorder.on_event(event, details)
         if found is None or (self.sequence is not None and self._same(found)):
+            return
+        match = self.recorder.search.last_match
+        if match is not None and match.history_start <= self._replayed_at_index:
+            # The copies span a replayed pass, absent from the log: what the search found
+            # is the code around the replayed part, not a sequence of whole inferences.
             return
         try:
             self._send('sequence', {}, {'sequence': op_codec.blob_tensor(found.to_wire())})
@@ -138,6 +144,7 @@ class RrtoSession(RemoteSession):
             if replay.exec_matches(first, call, umeta, start_id):
                 self._pass = _Pass(base=start_id)
                 self.state = ReplayState.REPLAY
+                self._replayed_at_index = self.recorder.search.next_index
                 self.replay_stats.passes_started += 1
         if self.state is ReplayState.REPLAY:
             answer = self._replay_exec(call, uploads, umeta)

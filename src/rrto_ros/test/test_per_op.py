@@ -9,12 +9,10 @@ outputs must equal local inference bit for bit (same CPU kernels on both sides).
 
 from __future__ import annotations
 
-import cv2
 import numpy as np
 import pytest
 import torch
 
-from edge_offload.assets import asset_path
 from edge_offload.models import load_model
 from rrto_ros import op_codec
 from rrto_ros.executor import ExecutorError, OpExecutor
@@ -29,26 +27,10 @@ def _session() -> tuple[RemoteSession, OpExecutor]:
     return RemoteSession(LoopbackTransport(service)), service.executor
 
 
-def _image(asset: str, size: tuple[int, int] | None = None) -> torch.Tensor:
-    bgr = cv2.imread(str(asset_path(asset)))
-    if size is not None:
-        bgr = cv2.resize(bgr, size)
-    rgb = np.ascontiguousarray(bgr[:, :, ::-1])
-    return torch.from_numpy(rgb).permute(2, 0, 1)[None].contiguous()
-
-
-def _inputs(name: str) -> dict[str, torch.Tensor]:
-    if name == 'blazepose_people':
-        return {'image': _image('media/opencv/messi5.jpg')}
-    if name == 'kapao_s':
-        return {'image': _image('media/darknet/person.jpg', (320, 212))}
-    return load_model(name).spec.example_inputs()
-
-
 @pytest.mark.parametrize('name', ['resnet50', 'vgg19', 'kapao_s', 'blazepose_people'])
-def test_per_op_equals_local_and_caches_parameters(name: str) -> None:
+def test_per_op_equals_local_and_caches_parameters(name: str, model_inputs) -> None:
     model = load_model(name)
-    inputs = _inputs(name)
+    inputs = model_inputs(name)
     expected = model(inputs)
     session, executor = _session()
     session.register_module(model.module)
