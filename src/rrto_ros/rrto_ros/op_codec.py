@@ -184,3 +184,19 @@ def tensor_blob(tensor: torch.Tensor) -> Any:
     if tensor.dtype != torch.uint8 or tensor.dim() != 1:
         raise OpCodecError('an encoded call must be a 1-D uint8 tensor')
     return unpack(tensor.numpy().tobytes())
+
+
+def tagged_leaves(tree: Any, tag: str) -> list[dict]:
+    """Return the one-key ``{tag: ...}`` maps in an encoded tree (e.g. ``'T'`` references)."""
+    found: list[dict] = []
+    stack = [tree]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, dict):
+            if len(item) == 1 and tag in item:
+                found.append(item)
+            else:
+                stack.extend(item.values())
+    return found

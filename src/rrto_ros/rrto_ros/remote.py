@@ -303,7 +303,7 @@ class RemoteSession:
             return
         written = [
             leaf['T']
-            for leaf in _result_refs(encoded)
+            for leaf in op_codec.tagged_leaves(encoded, 'T')
             if leaf['T'] in inputs and isinstance(by_id.get(leaf['T']), torch.Tensor)
         ]
         for value_id in written:
@@ -384,19 +384,3 @@ class RemoteSession:
     def _take_freed(self) -> list[int]:
         freed, self._freed = self._freed, []
         return freed
-
-
-def _result_refs(encoded: Any) -> list[dict]:
-    """Return the ``{'T': id}`` leaves of an encoded result (arguments returned)."""
-    found: list[dict] = []
-    stack = [encoded]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, list):
-            stack.extend(item)
-        elif isinstance(item, dict):
-            if 'T' in item and len(item) == 1:
-                found.append(item)
-            elif 'tu' in item and len(item) == 1:
-                stack.extend(item['tu'])
-    return found

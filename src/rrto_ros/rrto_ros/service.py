@@ -189,7 +189,7 @@ class OpService:
 
     def _drop_inputs(self, inputs: list[int], result: Any) -> None:
         # An input the operator wrote in place is kept: the robot fetches it back.
-        kept = {leaf['T'] for leaf in _refs(result)}
+        kept = {leaf['T'] for leaf in op_codec.tagged_leaves(result, 'T')}
         self.executor.release([value_id for value_id in inputs if value_id not in kept])
 
     # -- replay -------------------------------------------------------------------------
@@ -269,25 +269,6 @@ class OpService:
         finally:
             self._drop_inputs(inputs, result)
         return result, replay.rebase(step['result'], base)
-
-
-def _walk(tree: Any, tag: str) -> list[dict]:
-    found: list[dict] = []
-    stack = [tree]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, list):
-            stack.extend(item)
-        elif isinstance(item, dict):
-            if len(item) == 1 and tag in item:
-                found.append(item)
-            else:
-                stack.extend(item.values())
-    return found
-
-
-def _refs(tree: Any) -> list[dict]:
-    return _walk(tree, 'T')
 
 
 class LoopbackTransport:
