@@ -27,6 +27,7 @@ from rrto_ros import op_codec
 
 DEFAULT_MAX_VALUES = 500_000
 DEFAULT_MAX_BYTES = 4 * 1024**3
+_META_CACHE_SIZE = 8192
 
 
 class ExecutorError(RuntimeError):
@@ -67,6 +68,7 @@ class OpExecutor:
         self.ops_run = 0
         #: Whether the last operator's result sizes could not be derived from sizes alone.
         self.last_dynamic = True
+        self._meta_cache: dict[tuple, tuple[int, list | None]] = {}
 
     # -- table --------------------------------------------------------------------------
 
@@ -205,33 +207,52 @@ class OpExecutor:
         except ExecutorError:
             self.release(stored)
             raise
-        self.last_dynamic = meta_out is None or _metas(meta_out) != _metas(result)
+        self.last_dynamic = meta_out is None or meta_out != _metas(result)
         return encoded, next_id - first_id
 
-    def _check_output_size(self, func: Any, args: list, kwargs: dict) -> Any:
+    def _check_output_size(self, func: Any, args: list, kwargs: dict) -> list | None:
         """Refuse an operator whose new results would exceed the byte budget.
 
-        Returns the results computed on the meta device (None where sizes depend on data
-        or there is no meta kernel).
+        Returns the metadata of the results computed on the meta device (None where sizes
+        depend on data or there is no meta kernel). Meta kernels cost more than most CPU
+        kernels, so the outcome is cached per operator and argument metadata.
         """
-        try:
-            meta_args, meta_kwargs = pytree.tree_map_only(
-                torch.Tensor, lambda t: t.to('meta'), (args, kwargs)
-            )
-            out = func(*meta_args, **meta_kwargs)
-        except Exception:  # no meta kernel or data-dependent sizes: checked after the run
-            return None
-        need = sum(
-            t.untyped_storage().nbytes()
-            for t in pytree.tree_leaves(out)
-            if isinstance(t, torch.Tensor)
+        leaves, spec = pytree.tree_flatten((args, kwargs))
+        key = (
+            func,
+            repr(spec),
+            tuple(
+                ('t', *map(tuple, tensor_meta(leaf)[:2]), leaf.dtype)
+                if isinstance(leaf, torch.Tensor)
+                else leaf
+                for leaf in leaves
+            ),
         )
+        cached = self._meta_cache.get(key)
+        if cached is None:
+            try:
+                meta_args, meta_kwargs = pytree.tree_map_only(
+                    torch.Tensor, lambda t: t.to('meta'), (args, kwargs)
+                )
+                out = func(*meta_args, **meta_kwargs)
+            except Exception:  # no meta kernel or data-dependent sizes: checked after the run
+                out = None
+            need = sum(
+                t.untyped_storage().nbytes()
+                for t in pytree.tree_leaves(out)
+                if isinstance(t, torch.Tensor)
+            )
+            cached = (need, None if out is None else _metas(out))
+            if len(self._meta_cache) >= _META_CACHE_SIZE:
+                self._meta_cache.clear()
+            self._meta_cache[key] = cached
+        need, metas = cached
         if self._bytes + need > self.max_bytes:
             raise ExecutorError(
                 f'{func}: results need {need} bytes; the session holds {self._bytes} of its '
                 f'{self.max_bytes}'
             )
-        return out
+        return metas
 
 
 def _metas(tree: Any) -> list:
