@@ -177,9 +177,41 @@ class OpExecutor:
         call_kwargs = {
             str(k): op_codec.decode_tree(v, lookup, self.device) for k, v in kwargs.items()
         }
-        meta_out = self._check_output_size(func, call_args, call_kwargs)
+        need, meta_out = self.output_size(func, call_args, call_kwargs)
+        result, encoded, count = self.run_decoded(
+            func, name, call_args, call_kwargs, first_id, used, need
+        )
+        self.last_dynamic = meta_out is None or meta_out != _metas(result)
+        return encoded, count
+
+    def run_decoded(
+        self,
+        func: Any,
+        name: str,
+        args: list,
+        kwargs: dict,
+        first_id: int,
+        used: dict[int, int],
+        need: int,
+    ) -> tuple[Any, Any, int]:
+        """Run ``func`` on decoded arguments; store its new tensors from ``first_id``.
+
+        ``used`` maps ``id(tensor)`` of every stored argument to its value id (a result
+        that is an argument is encoded as that id); ``need`` is the bytes its new results
+        take (from :meth:`output_size`). Returns the raw result, its encoded form and the
+        number of new ids used.
+
+        Raises:
+            ExecutorError: the results do not fit, or the operator's own error.
+
+        """
+        if self._bytes + need > self.max_bytes:
+            raise ExecutorError(
+                f'{name}: results need {need} bytes; the session holds {self._bytes} of its '
+                f'{self.max_bytes}'
+            )
         try:
-            result = func(*call_args, **call_kwargs)
+            result = func(*args, **kwargs)
         except Exception as error:  # the operator's own error goes back to the robot
             raise ExecutorError(f'{name}: {type(error).__name__}: {error}') from None
         self.ops_run += 1
@@ -207,15 +239,15 @@ class OpExecutor:
         except ExecutorError:
             self.release(stored)
             raise
-        self.last_dynamic = meta_out is None or meta_out != _metas(result)
-        return encoded, next_id - first_id
+        return result, encoded, next_id - first_id
 
-    def _check_output_size(self, func: Any, args: list, kwargs: dict) -> list | None:
-        """Refuse an operator whose new results would exceed the byte budget.
+    def output_size(self, func: Any, args: list, kwargs: dict) -> tuple[int, list | None]:
+        """Return the bytes of an operator's new results and their metadata.
 
-        Returns the metadata of the results computed on the meta device (None where sizes
-        depend on data or there is no meta kernel). Meta kernels cost more than most CPU
-        kernels, so the outcome is cached per operator and argument metadata.
+        Both are computed on the meta device (metadata None where sizes depend on data or
+        there is no meta kernel: those results are counted as 0 bytes here and checked by
+        the table once they exist). Meta kernels cost more than most CPU kernels, so the
+        outcome is cached per operator and argument metadata.
         """
         leaves, spec = pytree.tree_flatten((args, kwargs))
         key = (
@@ -246,13 +278,7 @@ class OpExecutor:
             if len(self._meta_cache) >= _META_CACHE_SIZE:
                 self._meta_cache.clear()
             self._meta_cache[key] = cached
-        need, metas = cached
-        if self._bytes + need > self.max_bytes:
-            raise ExecutorError(
-                f'{func}: results need {need} bytes; the session holds {self._bytes} of its '
-                f'{self.max_bytes}'
-            )
-        return metas
+        return cached
 
 
 def _metas(tree: Any) -> list:

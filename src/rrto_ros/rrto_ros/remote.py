@@ -209,14 +209,10 @@ class RemoteSession:
 
     def execute(self, func: Any, args: tuple, kwargs: dict) -> Any:
         """Run aten operator ``func`` on the edge server; return handles for its results."""
-        if func.is_view and not any(
-            isinstance(a, RemoteTensor) or self._is_cacheable(a)
-            for a in pytree.tree_leaves((args, kwargs))
-        ):
-            # A view of an input (``Tensor.numpy()`` detaches, models reshape their input):
-            # it stays a host tensor and is uploaded when something computes on it. Views
-            # of parameters are taken on the server, where the parameter is cached.
-            return func(*args, **kwargs)
+        if func.is_view:
+            view = self._host_view(func, args, kwargs)
+            if view is not None:
+                return view
         if func is _SCALAR_READ:
             (tensor,) = args
             if not isinstance(tensor, RemoteTensor):
@@ -314,6 +310,28 @@ class RemoteSession:
             self._freed.append(value_id)
 
     # -- internals ----------------------------------------------------------------------
+
+    def _host_view(self, func: Any, args: tuple, kwargs: dict) -> Any:
+        """Return ``func``'s result if it is a view of host inputs, else None.
+
+        A view of an input (``Tensor.numpy()`` detaches, models reshape their input) stays
+        a host tensor and is uploaded when something computes on it; views of parameters
+        are taken on the server, where the parameter is cached. Operators that only may
+        alias (``to``, ``reshape``, ``contiguous``) copy when they convert: such a copy is
+        a computation and goes to the server, so an image is sent as uint8, not float.
+        """
+        leaves = pytree.tree_leaves((args, kwargs))
+        if any(isinstance(a, RemoteTensor) or self._is_cacheable(a) for a in leaves):
+            return None
+        result = func(*args, **kwargs)
+        storages = {a.untyped_storage().data_ptr() for a in leaves if isinstance(a, torch.Tensor)}
+        if all(
+            t.untyped_storage().data_ptr() in storages
+            for t in pytree.tree_leaves(result)
+            if isinstance(t, torch.Tensor)
+        ):
+            return result
+        return None
 
     def _is_cacheable(self, value: Any) -> bool:
         if not isinstance(value, torch.Tensor):

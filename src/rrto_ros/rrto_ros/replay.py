@@ -53,6 +53,20 @@ def _map_ids(tree: Any, on_ref: Callable[[str, int], Any], on_result: Callable) 
     return tree
 
 
+def map_refs(tree: Any, on_ref: Callable[[str, int], Any]) -> Any:
+    """Return an argument tree with each reference (``{'T': id}``, ``{'V': offset}``) mapped.
+
+    Raises:
+        SequenceError: the tree holds a result (``{'R': ...}``), which arguments never do.
+
+    """
+
+    def result(value_id: int, meta: Any) -> Any:
+        raise SequenceError('a recorded result among the arguments')
+
+    return _map_ids(tree, on_ref, result)
+
+
 def relativize(tree: Any, base: int) -> Any:
     """Return ``tree`` with ids ``>= base`` written as ``{'V': id - base}``."""
 

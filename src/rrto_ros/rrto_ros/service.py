@@ -42,9 +42,93 @@ from rrto_ros.executor import DEFAULT_MAX_BYTES, DEFAULT_MAX_VALUES, ExecutorErr
 DEFAULT_MAX_SEQUENCES = 4
 
 
+class _Slot:
+    """Where a stored value goes in a compiled step's arguments."""
+
+    __slots__ = ('index',)
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+
+
+def _has_slot(node: Any) -> bool:
+    if isinstance(node, _Slot):
+        return True
+    if isinstance(node, list | tuple):
+        return any(_has_slot(item) for item in node)
+    return False
+
+
+def _fill(node: Any, values: list[torch.Tensor]) -> Any:
+    if isinstance(node, _Slot):
+        return values[node.index]
+    if isinstance(node, list):
+        return [_fill(item, values) for item in node]
+    if isinstance(node, tuple):
+        return tuple(_fill(item, values) for item in node)
+    return node
+
+
+class _CompiledStep:
+    """A recorded exec step decoded once: a replayed pass only looks up its values.
+
+    Decoding the argument tree, resolving the operator and the meta-device size check
+    cost more than many CPU kernels; all three repeat exactly from pass to pass (every
+    argument's sizes are checked against the record by the steps that made it).
+    """
+
+    def __init__(self, step: dict, device: torch.device) -> None:
+        self.step = step
+        self.name = step['op']
+        self.func = op_codec.resolve_op(step['op'])
+        self.refs: list[tuple[bool, int]] = []  # (pass-relative, id) of each slot
+
+        def slot(tag: str, value_id: int) -> dict:
+            self.refs.append((tag == 'V', value_id))
+            return {'T': len(self.refs) - 1}
+
+        args = replay.map_refs(step['args'], slot)
+        kwargs = replay.map_refs(step['kwargs'], slot)
+        if not isinstance(args, list) or not isinstance(kwargs, dict):
+            raise replay.SequenceError(f'{self.name}: arguments must be a list and a map')
+        self.args = op_codec.decode_tree(args, _Slot, device)
+        self.kwargs = {str(k): op_codec.decode_tree(v, _Slot, device) for k, v in kwargs.items()}
+        self.arg_slots = [i for i, arg in enumerate(self.args) if _has_slot(arg)]
+        self.kwarg_slots = [k for k, arg in self.kwargs.items() if _has_slot(arg)]
+        self.expected = replay.result_shape(step['result'])
+        self.need: int | None = None  # bytes of new results, from the first run
+
+    def call(self, executor: OpExecutor, base: int) -> tuple[list, dict, dict[int, int]]:
+        """Return the arguments for a pass starting at ``base`` and the ids they hold."""
+        values = [
+            executor.value(base + value_id if relative else value_id)
+            for relative, value_id in self.refs
+        ]
+        used = {
+            id(tensor): base + value_id if relative else value_id
+            for tensor, (relative, value_id) in zip(values, self.refs, strict=True)
+        }
+        args = list(self.args)
+        for index in self.arg_slots:
+            args[index] = _fill(args[index], values)
+        kwargs = dict(self.kwargs)
+        for key in self.kwarg_slots:
+            kwargs[key] = _fill(kwargs[key], values)
+        return args, kwargs, used
+
+
+def _compile(sequence: replay.ReplaySequence, device: torch.device) -> list:
+    """Return a sequence's steps compiled (exec) or as they are (fetch)."""
+    return [
+        _CompiledStep(step, device) if step['k'] == replay.EXEC else step
+        for step in sequence.steps
+    ]
+
+
 class _Pass:
-    def __init__(self, sequence: replay.ReplaySequence, base: int) -> None:
+    def __init__(self, sequence: replay.ReplaySequence, compiled: list, base: int) -> None:
         self.sequence = sequence
+        self.compiled = compiled
         self.base = base
         self.cursor = 0
 
@@ -74,7 +158,7 @@ class OpService:
     ) -> None:
         self.executor = OpExecutor(device, max_values=max_values, max_bytes=max_bytes)
         self.max_sequences = max_sequences
-        self._sequences: collections.OrderedDict[int, replay.ReplaySequence] = (
+        self._sequences: collections.OrderedDict[int, tuple[replay.ReplaySequence, list]] = (
             collections.OrderedDict()
         )
         self._pass: _Pass | None = None
@@ -92,7 +176,9 @@ class OpService:
                 the executor refused or that failed (``invalid_input``).
 
         """
-        with self._lock:
+        # No autograd on the server: inference mode skips version counters and view
+        # tracking, as the robot's own local inference does.
+        with self._lock, torch.inference_mode():
             started = time.perf_counter()
             try:
                 reply_fields, reply_tensors = self._dispatch(op, fields, tensors)
@@ -117,10 +203,8 @@ class OpService:
             if blob is None:
                 raise _bad('sequence needs a sequence tensor')
             sequence = replay.ReplaySequence.from_wire(op_codec.tensor_blob(blob))
-            for step in sequence.steps:
-                if step['k'] == replay.EXEC:
-                    op_codec.resolve_op(step['op'])
-            self._sequences[sequence.sequence_id] = sequence
+            compiled = _compile(sequence, self.executor.device)
+            self._sequences[sequence.sequence_id] = (sequence, compiled)
             self._sequences.move_to_end(sequence.sequence_id)
             while len(self._sequences) > self.max_sequences:
                 self._sequences.popitem(last=False)
@@ -189,6 +273,8 @@ class OpService:
 
     def _drop_inputs(self, inputs: list[int], result: Any) -> None:
         # An input the operator wrote in place is kept: the robot fetches it back.
+        if not inputs:
+            return
         kept = {leaf['T'] for leaf in op_codec.tagged_leaves(result, 'T')}
         self.executor.release([value_id for value_id in inputs if value_id not in kept])
 
@@ -198,12 +284,12 @@ class OpService:
         call = self._call_blob(tensors)
         start = call.get('start')
         if start is not None:
-            sequence = self._sequences.get(call.get('seq'))
-            if sequence is None:
+            stored = self._sequences.get(call.get('seq'))
+            if stored is None:
                 raise _bad(f'no sequence {call.get("seq")!r} in this session')
             if not isinstance(start, int) or isinstance(start, bool):
                 raise _bad('start must be an integer id')
-            self._pass = _Pass(sequence, start)
+            self._pass = _Pass(*stored, start)
             self._pending_free.clear()
         current = self._pass
         if current is None:
@@ -216,7 +302,7 @@ class OpService:
         results: list[list] = []
         fetched: dict[str, torch.Tensor] = {}
         stopped = None
-        steps = current.sequence.steps
+        steps = current.compiled
         until = min(until, len(steps) - 1)
         while current.cursor <= until:
             index = current.cursor
@@ -232,12 +318,11 @@ class OpService:
             if isinstance(outcome, torch.Tensor):
                 fetched[f'f{index}'] = outcome
                 continue
-            encoded, expected = outcome
-            if replay.result_shape(encoded) != replay.result_shape(expected):
-                stopped = {'step': index, 'result': encoded}
+            if replay.result_shape(replay.relativize(outcome, current.base)) != step.expected:
+                stopped = {'step': index, 'result': outcome}
                 break
-            if step['sync']:
-                results.append([index, encoded])
+            if step.step['sync']:
+                results.append([index, outcome])
         cursor = current.cursor
         if stopped is not None or call.get('end') or cursor >= len(steps):
             self._pass = None
@@ -248,27 +333,34 @@ class OpService:
         fetched['replay'] = op_codec.blob_tensor(reply)
         return {}, fetched
 
-    def _replay_step(self, step: dict, base: int) -> Any:
-        if step['k'] == replay.FETCH:
-            value = replay.rebase(step['value'], base)
-            return self.executor.fetch(value.get('T'))
+    def _replay_step(self, compiled: _CompiledStep | dict, base: int) -> Any:
+        """Run one step; return the fetched value (fetch) or the encoded result (exec)."""
+        executor = self.executor
+        if isinstance(compiled, dict):
+            value = replay.rebase(compiled['value'], base)
+            return executor.fetch(value.get('T'))
+        step = compiled.step
         for index, meta in enumerate(step['umeta']):
-            held = self.executor.value(base + step['uploads'][index])
+            held = executor.value(base + step['uploads'][index])
             if [list(held.shape), list(held.stride()), str(held.dtype)[6:]] != meta:
                 raise ExecutorError(f'upload {index} of this step does not match the record')
-        call = {
-            'op': step['op'],
-            'args': replay.rebase(step['args'], base),
-            'kwargs': replay.rebase(step['kwargs'], base),
-            'first': base + step['first'],
-        }
-        inputs = [base + offset for offset in step['inputs']]
+        args, kwargs, used = compiled.call(executor, base)
+        if compiled.need is None:
+            compiled.need, _ = executor.output_size(compiled.func, args, kwargs)
         result = None
         try:
-            result = self._run(call)
+            _, result, _ = executor.run_decoded(
+                compiled.func,
+                compiled.name,
+                args,
+                kwargs,
+                base + step['first'],
+                used,
+                compiled.need,
+            )
         finally:
-            self._drop_inputs(inputs, result)
-        return result, replay.rebase(step['result'], base)
+            self._drop_inputs([base + offset for offset in step['inputs']], result)
+        return result
 
 
 class LoopbackTransport:

@@ -94,6 +94,34 @@ def test_views_of_inputs_stay_local_until_used() -> None:
     assert session.stats.calls == 0
 
 
+def test_conversions_of_inputs_run_on_the_server() -> None:
+    # ``to``, ``reshape`` and ``contiguous`` may alias or copy: a copy is a computation,
+    # so the image goes up as uint8 (1 byte a pixel), not as the float it becomes.
+    transport = LoopbackTransport(OpService())
+    sent: list[torch.Tensor] = []
+
+    def spy(op: str, fields: dict, tensors: dict) -> tuple:
+        sent.extend(t for name, t in tensors.items() if name.startswith('u'))
+        return transport(op, fields, tensors)
+
+    session = RemoteSession(spy)
+    image = torch.arange(48, dtype=torch.uint8).reshape(1, 3, 4, 4)
+    # Models run in inference mode, where ``to`` reaches the dispatcher undecomposed.
+    with torch.inference_mode(), session.active():
+        same = image.to(torch.uint8)  # no conversion: the input itself, nothing sent
+        assert same is image
+        assert session.stats.calls == 0
+        scaled = image.float() / 255
+        flat = image.permute(0, 2, 3, 1).reshape(-1)  # not viewable: copies on the server
+        contiguous = image.permute(0, 2, 3, 1).contiguous()
+    assert isinstance(scaled, RemoteTensor)
+    assert isinstance(flat, RemoteTensor)
+    assert [t.dtype for t in sent] == [torch.uint8] * 3
+    assert torch.equal(scaled.cpu(), image.float() / 255)
+    assert torch.equal(flat.cpu(), image.permute(0, 2, 3, 1).reshape(-1))
+    assert torch.equal(contiguous.cpu(), image.permute(0, 2, 3, 1).contiguous())
+
+
 def test_released_handles_free_server_memory() -> None:
     session, executor = _session()
     with session.active():

@@ -13,7 +13,9 @@ import pytest
 import torch
 from torch import nn
 
+from edge_offload import protocol
 from edge_offload.models import load_model
+from rrto_ros import op_codec
 from rrto_ros.remote import RemoteTensor
 from rrto_ros.rrto import ReplayState, RrtoSession
 from rrto_ros.service import LoopbackTransport, OpService
@@ -186,3 +188,48 @@ def test_replay_can_be_switched_off() -> None:
         (got,), calls = _run(session, model.module, x)
     assert session.replay_stats.sequences_found == 0
     assert calls > 3
+
+
+def _exec_step(**changes) -> dict:
+    step = {
+        'k': 'x',
+        'op': 'aten.add.Tensor',
+        'args': [{'V': 0}, {'T': 1}],
+        'kwargs': {},
+        'first': 1,
+        'uploads': [0],
+        'inputs': [0],
+        'umeta': [[[2], [1], 'float32']],
+        'result': {'R': [1, [[2], [1], 'float32']]},
+        'sync': False,
+    }
+    return {**step, **changes}
+
+
+@pytest.mark.parametrize(
+    ('sequence', 'why'),
+    [
+        ([], 'map of id'),
+        ({'id': 1, 'ids': 2, 'steps': []}, '1 to'),
+        ({'id': 1, 'ids': 2, 'steps': [{'k': 'z'}]}, 'neither'),
+        ({'id': 1, 'ids': 2, 'steps': [_exec_step(op='aten.nope.default')]}, 'unknown'),
+        ({'id': 1, 'ids': 2, 'steps': [_exec_step(op='builtins.eval.x')]}, 'aten.'),
+        ({'id': 1, 'ids': 2, 'steps': [_exec_step(uploads=[5])]}, 'bad uploads'),
+        ({'id': 1, 'ids': 2, 'steps': [_exec_step(args=[{'R': [0, []]}])]}, 'result'),
+        ({'id': 1, 'ids': 2, 'steps': [_exec_step(args={'T': 1})]}, 'list and a map'),
+        ({'id': 1, 'ids': 2, 'steps': [_exec_step(args=[{'X': 1}])]}, 'malformed'),
+    ],
+)
+def test_server_refuses_malformed_sequences(sequence: object, why: str) -> None:
+    # A sequence comes over the network: each defect is refused with a reason, up front.
+    service = OpService()
+    with pytest.raises(protocol.ProtocolError, match=why) as refused:
+        service.handle('sequence', {}, {'sequence': op_codec.blob_tensor(sequence)})
+    assert refused.value.code == protocol.E_INVALID_INPUT
+    # Nothing was stored: a replay of it is refused too, and the session still works.
+    call = op_codec.blob_tensor({'seq': 1, 'start': 1, 'until': 0, 'uploads': [], 'free': []})
+    with pytest.raises(protocol.ProtocolError, match='no sequence'):
+        service.handle('replay', {}, {'call': call})
+    good = {'id': 1, 'ids': 2, 'steps': [_exec_step()]}
+    fields, _, _ = service.handle('sequence', {}, {'sequence': op_codec.blob_tensor(good)})
+    assert fields == {'steps': 1}
