@@ -82,6 +82,10 @@ class OpExecutor:
         """Return the bytes of the distinct storages the table holds."""
         return self._bytes
 
+    def value_ids(self) -> list[int]:
+        """Return the ids of the stored values."""
+        return list(self._values)
+
     def __contains__(self, value_id: object) -> bool:
         return value_id in self._values
 

@@ -24,6 +24,7 @@ No torch and no I/O here.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -173,6 +174,8 @@ class ReplaySequence:
         self.upload_steps = [
             i for i, s in enumerate(self.steps) if s['k'] == EXEC and s['uploads']
         ]
+        #: Steps the robot needs the server's answer for: host reads and sync steps.
+        self.host_steps = [i for i, s in enumerate(self.steps) if s['k'] == FETCH or s['sync']]
         #: Pass-relative id -> the last step that makes or reads it.
         self.last_use: dict[int, int] = {}
         for index, step in enumerate(self.steps):
@@ -185,6 +188,11 @@ class ReplaySequence:
             if index > step:
                 return index - 1
         return len(self.steps) - 1
+
+    def next_host_step(self, step: int) -> int | None:
+        """Return the first host read or sync step at or after ``step`` (None: none left)."""
+        position = bisect.bisect_left(self.host_steps, step)
+        return self.host_steps[position] if position < len(self.host_steps) else None
 
     def to_wire(self) -> dict:
         """Return the msgpack-ready form sent to the server."""

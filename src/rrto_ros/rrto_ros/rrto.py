@@ -11,26 +11,31 @@
   time until one matches the sequence's first step: an inference starts there.
 * ``REPLAY``: each call is checked against the next recorded step (operator, arguments,
   where every tensor came from, upload sizes). A matching call is answered here from the
-  record, without the network; its uploads wait. At a host read (or an operator whose
-  result the record cannot give) the robot sends one ``replay`` request with the waiting
-  uploads; the server runs the recorded steps as far as its inputs allow and answers every
-  host read in that range. A model with its inputs first and its outputs last needs one
-  round trip per inference.
-* A call that does not match ends the replay: the server runs the steps the robot already
-  answered, the call goes per operator, the log starts afresh, and the search runs again.
-  The same happens when the server finds a result that differs from the record at a step
-  the robot has not answered yet.
+  record, without the network. Uploads are held until the server could run on to the next
+  host read with them: then one ``replay`` request takes them up, in a thread, while the
+  robot goes on answering steps (the server runs the recorded steps as far as its inputs
+  allow and answers every host read in that range). At a host read (or an operator whose
+  result the record cannot give) the robot waits for that reply. A model with its inputs
+  first and its outputs last needs one round trip per inference, and the robot's step
+  checks overlap the upload and the server's compute.
+* A call that does not match ends the replay: the server catches up with the steps the
+  robot answered and forgets what it ran past them (their ids are the per-operator
+  calls' now), the call goes per operator, the log starts afresh, and the search runs
+  again. The same happens when the server finds a result that differs from the record at
+  a step the robot has not answered yet.
 
-Limits: operators the server replayed past a divergence (up to the next host read) ran
-once more than the program asked for; if one of them wrote in place into a value the
-program still holds, that value has the write. An operator whose result sizes depend on
-data is a ``sync`` step, answered by the server, so a different size never gets past it.
+Limits: operators the server replayed past a divergence (up to the next upload) ran once
+more than the program asked for; their results are dropped, but if one of them wrote in
+place into a value the program still holds, that value has the write. An operator whose
+result sizes depend on data is a ``sync`` step, answered by the server, so a different
+size never gets past it.
 """
 
 from __future__ import annotations
 
 import enum
 import logging
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -77,6 +82,31 @@ class _Pass:
     stopped: dict | None = None
 
 
+class _Ahead:
+    """A replay request running in a thread while the robot answers steps from the record."""
+
+    def __init__(self, send: Any, tensors: dict[str, torch.Tensor]) -> None:
+        self.reply: dict[str, torch.Tensor] | None = None
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(
+            target=self._run, args=(send, tensors), name='rrto-replay', daemon=True
+        )
+        self.thread.start()
+
+    def _run(self, send: Any, tensors: dict[str, torch.Tensor]) -> None:
+        try:
+            _, self.reply = send('replay', {}, tensors)
+        except BaseException as error:  # noqa: BLE001 - re-raised in the robot's thread
+            self.error = error
+
+    def result(self) -> dict[str, torch.Tensor]:
+        """Wait for the reply; raise what the request raised."""
+        self.thread.join()
+        if self.error is not None:
+            raise self.error
+        return self.reply
+
+
 def _umeta(uploads: dict[int, torch.Tensor]) -> list:
     return [[list(t.shape), list(t.stride()), str(t.dtype)[6:]] for t in uploads.values()]
 
@@ -101,6 +131,7 @@ class RrtoSession(RemoteSession):
         self._pass: _Pass | None = None
         self._answered = False  # the current call was answered from the record
         self._replayed_at_index = -1  # log position of the latest replayed pass
+        self._ahead: _Ahead | None = None  # a replay request sent ahead, not yet answered
         self.observer = self._observe
 
     # -- recording ----------------------------------------------------------------------
@@ -147,7 +178,7 @@ class RrtoSession(RemoteSession):
                 self._replayed_at_index = self.recorder.search.next_index
                 self.replay_stats.passes_started += 1
         if self.state is ReplayState.REPLAY:
-            answer = self._replay_exec(call, uploads, umeta)
+            answer = self._replay_exec(call, uploads, umeta, start_id)
             if answer is not None:
                 return answer
         return super()._run_exec(call, uploads, start_id)
@@ -169,15 +200,23 @@ class RrtoSession(RemoteSession):
                 self.replay_stats.steps_answered += 1
                 self._advance()
                 return value
-            self._abort(f'host read of value {value_id} where step {current.cursor} was due')
+            self._abort(
+                f'host read of value {value_id} where step {current.cursor} was due',
+                self._next_id,
+            )
         return super()._run_fetch(value_id)
 
-    def _replay_exec(self, call: dict, uploads: dict, umeta: list) -> tuple[Any, bool] | None:
+    def _replay_exec(
+        self, call: dict, uploads: dict, umeta: list, start_id: int
+    ) -> tuple[Any, bool] | None:
         current, sequence = self._pass, self.sequence
         index = current.cursor
         step = sequence.steps[index]
         if not replay.exec_matches(step, call, umeta, current.base):
-            self._abort(f'{call["op"]} where step {index} ({step.get("op", "fetch")}) was due')
+            self._abort(
+                f'{call["op"]} where step {index} ({step.get("op", "fetch")}) was due',
+                start_id,
+            )
             return None
         current.pending.update(uploads)
         if step['sync'] or (current.stopped is not None and current.stopped['step'] == index):
@@ -192,6 +231,8 @@ class RrtoSession(RemoteSession):
             result = current.results.pop(index)
         else:
             result = replay.rebase(step['result'], current.base)
+            if uploads:
+                self._send_ahead(index)
         self._answered = True
         self.replay_stats.steps_answered += 1
         self._advance()
@@ -209,23 +250,75 @@ class RrtoSession(RemoteSession):
         current = self._pass
         current.cursor += 1
         if current.cursor == len(self.sequence.steps):
+            self._join_ahead()
             self._pass = None
             self.state = ReplayState.ARMED
             self.replay_stats.passes_replayed += 1
 
-    def _sync(self, index: int, *, end: bool = False) -> None:
-        """Have the server run through ``index`` (or the steps before it, with ``end``)."""
+    def _sync(self, index: int, *, end: bool = False, discard_from: int | None = None) -> None:
+        """Have the server run through ``index`` (or the steps before it, with ``end``).
+
+        With ``end``, ``discard_from`` is the robot's next value id: the server drops what
+        it made for the steps from ``index`` on, which the robot will run per operator.
+        """
+        self._join_ahead()
         current, sequence = self._pass, self.sequence
+        stopped = current.stopped
+        discard = None
         if end:
+            if not current.started and index == 0:
+                return  # the server has seen nothing of this pass
+            # Steps the server made values for: those it ran, and a stopped step's result.
+            made = current.server_cursor + (
+                1 if stopped is not None and 'result' in stopped else 0
+            )
+            if made > index:
+                discard = [discard_from, current.base + sequence.ids]
+            elif stopped is not None or current.server_cursor >= len(sequence.steps):
+                return  # the server has left the pass and made nothing past the robot
             until = index - 1
-            if (not current.started and index == 0) or current.server_cursor >= len(
-                sequence.steps
-            ):
-                return
         else:
-            if current.server_cursor > index or current.stopped is not None:
+            if current.server_cursor > index or stopped is not None:
                 return
             until = sequence.run_until(index)
+        _, reply = self._send('replay', {}, self._replay_request(until, end, discard))
+        self._absorb(reply)
+
+    def _send_ahead(self, index: int) -> None:
+        """Start the server on the pass now if it can reach the next host read.
+
+        The robot goes on answering steps from the record while the uploads travel and
+        the server computes; the host read then waits only for what is left.
+        """
+        current, sequence = self._pass, self.sequence
+        if self._ahead is not None or current.stopped is not None:
+            return
+        until = sequence.run_until(index)
+        host_step = sequence.next_host_step(index + 1)
+        if host_step is None or until < host_step:
+            return  # more uploads are due first; they go together
+        tensors = self._replay_request(until, False, None)
+        self.stats.calls += 1
+        self.stats.bytes_up += sum(t.numel() * t.element_size() for t in tensors.values())
+        self._ahead = _Ahead(self._transport, tensors)
+
+    def _join_ahead(self) -> None:
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None:
+            reply = ahead.result()
+            self.stats.bytes_down += sum(t.numel() * t.element_size() for t in reply.values())
+            self._absorb(reply)
+
+    def _send(
+        self, op: str, fields: dict[str, Any], tensors: dict[str, torch.Tensor]
+    ) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
+        self._join_ahead()  # one request at a time, in order
+        return super()._send(op, fields, tensors)
+
+    def _replay_request(
+        self, until: int, end: bool, discard: list[int] | None
+    ) -> dict[str, torch.Tensor]:
+        current, sequence = self._pass, self.sequence
         ids = list(current.pending)
         blob = {
             'seq': sequence.sequence_id,
@@ -235,12 +328,18 @@ class RrtoSession(RemoteSession):
             'uploads': ids,
             'free': self._take_freed(),
         }
+        if discard is not None:
+            blob['discard'] = discard
         tensors = {f'u{i}': current.pending[value_id] for i, value_id in enumerate(ids)}
         tensors['call'] = op_codec.blob_tensor(blob)
         current.pending.clear()
         current.started = True
         self.stats.uploads += len(ids)
-        _, reply = self._send('replay', {}, tensors)
+        return tensors
+
+    def _absorb(self, reply: dict[str, torch.Tensor]) -> None:
+        """Take in a replay reply: sync results, fetched values, where the server is."""
+        current = self._pass
         answer = op_codec.tensor_blob(reply['replay'])
         for step_index, encoded in answer['results']:
             current.results[step_index] = encoded
@@ -260,14 +359,22 @@ class RrtoSession(RemoteSession):
                     'the robot had answered it; the inference is lost'
                 )
 
-    def _abort(self, why: str) -> None:
-        """Leave the replay at the current step; the server catches up to it first."""
+    def _abort(self, why: str, next_id: int) -> None:
+        """Leave the replay at the current step; the server catches up to it first.
+
+        ``next_id`` is the id the robot allocates next: from there on, the ids are the
+        per-operator calls' and the server forgets what it replayed under them.
+        """
+        self._join_ahead()
         current = self._pass
         if current.stopped is None:
-            self._sync(current.cursor, end=True)
+            self._sync(current.cursor, end=True, discard_from=next_id)
         self._leave(why)
 
     def _leave(self, why: str) -> None:
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None:  # only after an error: the pass is lost either way
+            ahead.thread.join()
         self._pass = None
         self.sequence = None
         self.state = ReplayState.RECORD

@@ -292,7 +292,16 @@ class OpService:
             self._pass = _Pass(*stored, start)
             self._pending_free.clear()
         current = self._pass
+        discard = call.get('discard')
+        if discard is not None:
+            self._discard(_id_list(discard, 'discard'))
         if current is None:
+            if call.get('end'):
+                # The robot leaves a pass the server already left: nothing else to do.
+                self._free(_id_list(call.get('free', []), 'free'))
+                return {}, {
+                    'replay': op_codec.blob_tensor({'results': [], 'stopped': None, 'cursor': 0})
+                }
             raise _bad('no replay in progress')
         until = call.get('until')
         if not isinstance(until, int) or isinstance(until, bool):
@@ -332,6 +341,22 @@ class OpService:
         reply = {'results': results, 'stopped': stopped, 'cursor': cursor}
         fetched['replay'] = op_codec.blob_tensor(reply)
         return {}, fetched
+
+    def _discard(self, bounds: list[int]) -> None:
+        """Release the ids in ``[start, stop)``: what the server replayed past a divergence.
+
+        The robot runs those steps per operator under the same ids.
+        """
+        if len(bounds) != 2:
+            raise _bad('discard is [first id, end id]')
+        start, stop = bounds
+        if stop - start <= self.executor.num_values:
+            ids = range(start, stop)
+        else:  # a wide range: walk the table instead
+            ids = [value_id for value_id in self.executor.value_ids() if start <= value_id < stop]
+        self.executor.release(ids)
+        for index, pending in list(self._pending_free.items()):
+            self._pending_free[index] = [v for v in pending if not start <= v < stop]
 
     def _replay_step(self, compiled: _CompiledStep | dict, base: int) -> Any:
         """Run one step; return the fetched value (fetch) or the encoded result (exec)."""

@@ -79,20 +79,27 @@ def test_replay_equals_local_and_needs_few_round_trips(name: str, model_inputs) 
 class _Branchy(nn.Module):
     """Control flow that depends on the input's values (a host read decides)."""
 
-    def __init__(self) -> None:
+    def __init__(self, copy_input: bool = False) -> None:
         super().__init__()
         self.up = nn.Linear(8, 8)
         self.down = nn.Linear(8, 8)
+        self.copy_input = copy_input
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.copy_input:
+            x = x.clone()
         if x.sum() > 0:
             return self.up(x).relu()
         return self.down(x).sigmoid() * 2
 
 
-def test_changed_control_flow_falls_back_then_recovers() -> None:
+@pytest.mark.parametrize('copy_input', [False, True])
+def test_changed_control_flow_falls_back_then_recovers(copy_input: bool) -> None:
+    # With ``copy_input`` the input's upload comes before the host read, so the server
+    # replays the whole pass ahead of the robot, past where the robot then diverges: it
+    # must forget those steps' values, whose ids the per-operator calls use again.
     torch.manual_seed(0)
-    module = _Branchy().eval()
+    module = _Branchy(copy_input).eval()
     positive, negative = torch.rand(1, 8) + 0.1, -torch.rand(1, 8) - 0.1
     session, _ = _session()
     order = [positive] * 5 + [negative] + [positive] * 6
@@ -233,3 +240,33 @@ def test_server_refuses_malformed_sequences(sequence: object, why: str) -> None:
     good = {'id': 1, 'ids': 2, 'steps': [_exec_step()]}
     fields, _, _ = service.handle('sequence', {}, {'sequence': op_codec.blob_tensor(good)})
     assert fields == {'steps': 1}
+
+
+def test_inputs_go_up_ahead_while_the_robot_checks_steps() -> None:
+    # The replay request leaves right after the step that uploads the input, in a thread;
+    # the robot answers the remaining steps from the record meanwhile and waits only at
+    # the host read.
+    model = load_model('resnet18')
+    service = OpService()
+    transport = LoopbackTransport(service)
+    sent_at: list[tuple[str, int | None]] = []
+
+    def spy(op: str, fields: dict, tensors: dict) -> tuple:
+        current = session._pass  # noqa: SLF001 - where the robot is when the request leaves
+        sent_at.append((op, None if current is None else current.cursor))
+        return transport(op, fields, tensors)
+
+    session = RrtoSession(spy)
+    x = model.spec.example_inputs()['image']
+    with torch.inference_mode():
+        expected = model.module(x)
+    for _ in range(5):
+        sent_at.clear()
+        (got,), calls = _run(session, model.module, x.clone())
+        assert torch.equal(got, expected)
+    assert session.replay_stats.passes_replayed == 2
+    assert calls == 1
+    steps = len(session.sequence.steps)
+    # One replay request, sent from the first step (it uploads the input), not the last.
+    assert steps > 60
+    assert sent_at == [('replay', 0)]
