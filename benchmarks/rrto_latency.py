@@ -10,16 +10,19 @@ thread default unless ``--server-torch-threads`` is given. Robot and server shar
 machine's CPU cores and there is no GPU: the server computes no faster than the robot, so
 ``local`` is a strong baseline here. ``--robot-slowdown`` stretches every inference that
 ran on the robot (``local``, and fallbacks) by that factor with a sleep. Links are
-emulated in user space by ``LinkEmulator`` (constant rate both ways and RTT) between the
-Offloader and the server. Models are randomly initialised; every inference of a model
-gets the same input (KAPAO-S: one random ``--kapao-size`` uint8 image, letterboxed to 640
-inside the model; the classifiers: their 1x3x224x224 example). Nothing is asserted.
+emulated in user space by the link emulator (constant rate both ways and RTT) between the
+Offloader and the server, in a process of its own: in the robot's process it would share
+the interpreter lock with the robot's Python work, which a real link does not. Models
+are randomly initialised; every inference of a model gets the same input (KAPAO-S: one
+random ``--kapao-size`` uint8 image, letterboxed to 640 inside the model; the
+classifiers: their 1x3x224x224 example). Nothing is asserted.
 
 For each link and model (one fresh Offloader per link and model, so per_op and rrto start
 fresh server sessions and upload their parameters again):
 
 * ``local``: measured once per model (it uses no link), 3 warm-ups then N inferences;
-* ``nnto``: 3 warm-ups, then N inferences;
+* ``nnto``: 3 warm-ups; its N inferences alternate with rrto's steady ones (one nnto
+  before, then one after each rrto inference), so both see the same load;
 * ``per_op``: 1 warm-up (the parameter uploads), then ``--per-op-inferences`` (few: each
   costs one RPC per aten operator); ``--skip-per-op`` leaves models out;
 * ``rrto``: inferences until one is replayed (``replay_stats.passes_replayed`` grew and no
@@ -54,6 +57,7 @@ import tempfile
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -61,9 +65,12 @@ import torch
 
 from edge_offload.api import Offloader, OffloaderConfig
 from edge_offload.client import ClientConfig
-from edge_offload.link_emulator import LinkEmulator, LinkEmulatorConfig
 from edge_offload.models import model_spec
-from edge_offload.testing import make_test_keys, start_headless_server
+from edge_offload.testing import (
+    make_test_keys,
+    start_headless_server,
+    start_link_emulator_process,
+)
 from rrto_ros.sequence_search import (
     EntryKind,
     LogEntry,
@@ -248,8 +255,13 @@ def measure_rrto(
     count: int,
     max_warmup: int,
     slowdown: float,
+    paired: Callable[[], None] | None = None,
 ) -> tuple[Run, dict[str, object]]:
-    """Warm up until an inference is replayed, then ``count`` steady inferences."""
+    """Warm up until an inference is replayed, then ``count`` steady inferences.
+
+    ``paired`` (another mode's measurement) runs once next to each steady inference,
+    before it and after it in turn.
+    """
     mode = offloader._get_mode('rrto')
     run = Run(link, model, 'rrto')
     warm_rts = []
@@ -288,8 +300,12 @@ def measure_rrto(
             break
     if run.replay_at is None:
         run.note = f'no replay within {max_warmup} inferences'
-    for _ in range(count):
+    for index in range(count):
+        if paired is not None and index % 2 == 0:
+            paired()
         elapsed, outcome, replayed = one()
+        if paired is not None and index % 2 == 1:
+            paired()
         run.add(elapsed, outcome)
         run.replayed += int(replayed)
         if mode.session is not None and mode.session not in sessions_seen:
@@ -339,21 +355,26 @@ def run_link(keys, server: Server, link: str, models: list[str], inputs: dict, a
     label, rtt_s, rate = LINKS[link]
     runs: list[Run] = []
     recorders: list[dict[str, object]] = []
-    settings = {'rtt_s': rtt_s, 'uplink_bps': rate, 'downlink_bps': rate}
-    with LinkEmulator(LinkEmulatorConfig.from_rtt('127.0.0.1', server.port, **settings)) as em:
+    emulator, emulator_port = start_link_emulator_process(server.port, rtt_s, rate)
+    try:
         for model in models:
             config = OffloaderConfig(
-                mode='nnto', local_models=[model], client=client_config(keys, em.port)
+                mode='nnto', local_models=[model], client=client_config(keys, emulator_port)
             )
             with Offloader(config) as offloader:
                 if not offloader.client.wait_connected(15.0):
                     raise RuntimeError(offloader.client.state_reason)
                 started = time.perf_counter()
-                nnto = measure_plain(
-                    offloader, label, model, inputs[model], 'nnto', 3, args.inferences, 1.0
-                )
+                # nnto's steady inferences alternate with rrto's (below), so both see the
+                # same machine load: these cores are shared and noisy.
+                nnto = Run(label, model, 'nnto', warmups=3)
+                for _ in range(nnto.warmups):
+                    timed(offloader, model, inputs[model], 'nnto', 1.0)
+
+                def nnto_once(nnto: Run = nnto, model: str = model) -> None:
+                    nnto.add(*timed(offloader, model, inputs[model], 'nnto', 1.0))
+
                 runs.append(nnto)
-                say(f'  [{link}] {model} nnto: mean {nnto.mean() * 1e3:.1f} ms')
                 if model in args.skip_per_op:
                     runs.append(Run(label, model, 'per_op', note='skipped (--skip-per-op)'))
                 else:
@@ -382,15 +403,20 @@ def run_link(keys, server: Server, link: str, models: list[str], inputs: dict, a
                     args.inferences,
                     args.max_warmup,
                     args.robot_slowdown,
+                    paired=nnto_once,
                 )
                 runs.append(rrto)
                 recorders.append(recorder)
+                say(f'  [{link}] {model} nnto: mean {nnto.mean() * 1e3:.1f} ms')
                 say(
                     f'  [{link}] {model} rrto: mean {rrto.mean() * 1e3:.1f} ms, replay at '
                     f'{rrto.replay_at}, {_avg(rrto.round_trips):.1f} RPCs, '
                     f'{rrto.replayed}/{len(rrto.samples)} replayed, {rrto.aborts} aborts, '
                     f'{rrto.fallbacks} fallbacks ({time.perf_counter() - started:.0f} s)'
                 )
+    finally:
+        emulator.terminate()
+        emulator.wait(timeout=10.0)
     return runs, recorders
 
 
@@ -650,7 +676,7 @@ def main(argv: list[str] | None = None) -> int:
         f'(cuda available: {torch.cuda.is_available()}); torch {torch.__version__}; robot '
         f'torch threads {torch.get_num_threads()}, server torch threads {server_threads}; '
         f'robot slowdown x{args.robot_slowdown:g}; CURVE on; links emulated in user space '
-        '(LinkEmulator, constant rate both ways); random weights; the same input every '
+        '(link emulator process, constant rate both ways); random weights; the same input every '
         f'inference; load average {_load()} (other processes may share these cores)'
     )
     say(

@@ -185,7 +185,7 @@ class OpExecutor:
         result, encoded, count = self.run_decoded(
             func, name, call_args, call_kwargs, first_id, used, need
         )
-        self.last_dynamic = meta_out is None or meta_out != _metas(result)
+        self.last_dynamic = meta_out is None or _sizes(meta_out) != _sizes(_metas(result))
         return encoded, count
 
     def run_decoded(
@@ -209,6 +209,17 @@ class OpExecutor:
             ExecutorError: the results do not fit, or the operator's own error.
 
         """
+        result = self.run_op(func, name, args, kwargs, need)
+        encoded, count = self.store_result(name, result, first_id, used)
+        return result, encoded, count
+
+    def run_op(self, func: Any, name: str, args: list, kwargs: dict, need: int) -> Any:
+        """Run ``func`` if its new results (``need`` bytes) fit; return its raw result.
+
+        Raises:
+            ExecutorError: the results do not fit, or the operator's own error.
+
+        """
         if self._bytes + need > self.max_bytes:
             raise ExecutorError(
                 f'{name}: results need {need} bytes; the session holds {self._bytes} of its '
@@ -219,6 +230,15 @@ class OpExecutor:
         except Exception as error:  # the operator's own error goes back to the robot
             raise ExecutorError(f'{name}: {type(error).__name__}: {error}') from None
         self.ops_run += 1
+        return result
+
+    def store_result(
+        self, name: str, result: Any, first_id: int, used: dict[int, int]
+    ) -> tuple[Any, int]:
+        """Store the new tensors of ``result`` from ``first_id``; return it encoded.
+
+        Returns the encoded tree and the number of ids used (see :meth:`run_decoded`).
+        """
         next_id = first_id
         stored: list[int] = []
 
@@ -243,7 +263,11 @@ class OpExecutor:
         except ExecutorError:
             self.release(stored)
             raise
-        return result, encoded, next_id - first_id
+        return encoded, next_id - first_id
+
+    def store(self, value_id: int, tensor: torch.Tensor) -> None:
+        """Store a tensor this executor made under ``value_id`` (within the limits)."""
+        self._store(value_id, tensor)
 
     def output_size(self, func: Any, args: list, kwargs: dict) -> tuple[int, list | None]:
         """Return the bytes of an operator's new results and their metadata.
@@ -268,7 +292,7 @@ class OpExecutor:
         if cached is None:
             try:
                 meta_args, meta_kwargs = pytree.tree_map_only(
-                    torch.Tensor, lambda t: t.to('meta'), (args, kwargs)
+                    torch.Tensor, _on_meta, (args, kwargs)
                 )
                 out = func(*meta_args, **meta_kwargs)
             except Exception:  # no meta kernel or data-dependent sizes: checked after the run
@@ -283,6 +307,16 @@ class OpExecutor:
                 self._meta_cache.clear()
             self._meta_cache[key] = cached
         return cached
+
+
+def _on_meta(tensor: torch.Tensor) -> torch.Tensor:
+    # ``to('meta')`` makes a strided view contiguous, and views of it then get other strides.
+    return torch.empty_strided(tensor.shape, tensor.stride(), dtype=tensor.dtype, device='meta')
+
+
+def _sizes(metas: list) -> list:
+    """Return shapes and dtypes of ``_metas`` (strides never depend on the data)."""
+    return [[meta[0], meta[2]] if isinstance(meta, list) else meta for meta in metas]
 
 
 def _metas(tree: Any) -> list:

@@ -170,12 +170,13 @@ class Recorder:
             read = (Ref.value(op_index),)
             entries.append(LogEntry(EntryKind.OUTPUT, 'output:scalar', 'scalar', read))
         sync = host_values or bool(details['dynamic'])
+        freed = list(details.get('freed', ()))
         record = _CallRecord(
             next_index,
             next_index + len(entries),
             details['start_id'],
             details['next_id'],
-            lambda base: replay.exec_step(call, result, umeta, sync, base),
+            lambda base: replay.exec_step(call, result, umeta, sync, base, freed),
         )
         return entries, record
 

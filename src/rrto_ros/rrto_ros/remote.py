@@ -159,6 +159,7 @@ class RemoteSession:
         self._lock = threading.RLock()
         self._next_id = 1
         self._freed: list[int] = []
+        self._last_freed: list[int] = []  # the frees the latest exec call carried
         # id(host tensor) -> (weakref, version, value id): registered parameters/buffers.
         self._cacheable: dict[int, weakref.ref] = {}
         self._cached: dict[int, tuple[weakref.ref, int, int]] = {}
@@ -243,6 +244,7 @@ class RemoteSession:
                 # Per-pass host tensors: the server drops its copy after this operator.
                 'inputs': inputs,
             }
+            self._last_freed = []
             encoded, dynamic = self._run_exec(call, uploads, start_id)
             self.stats.uploads += len(uploads)
             self.stats.ops += 1
@@ -262,6 +264,7 @@ class RemoteSession:
                         'start_id': start_id,
                         'next_id': self._next_id,
                         'dynamic': dynamic,
+                        'freed': self._last_freed,
                     },
                 )
             self._write_back_inputs(encoded, by_id, inputs)
@@ -278,7 +281,8 @@ class RemoteSession:
         server could not derive them from argument sizes alone).
         """
         tensors = {f'u{i}': t for i, t in enumerate(uploads.values())}
-        tensors['call'] = op_codec.blob_tensor({**call, 'free': self._take_freed()})
+        self._last_freed = self._take_freed()
+        tensors['call'] = op_codec.blob_tensor({**call, 'free': self._last_freed})
         fields, reply = self._send('exec', {}, tensors)
         result_blob = reply.get('result')
         if result_blob is None:

@@ -13,10 +13,11 @@ robot's step check is ``relativize(live call) == recorded step``.
 Step kinds (plain msgpack-ready maps, sent to the server once per sequence):
 
 * ``exec``: ``{'k': 'x', 'op', 'args', 'kwargs', 'first', 'uploads', 'inputs', 'umeta',
-  'result', 'sync'}``. ``uploads`` are the per-pass host tensors this call sends and
+  'result', 'sync', 'free'}``. ``uploads`` are the per-pass host tensors this call sends and
   ``umeta`` their ``[shape, stride, dtype]``. ``sync`` marks a step the robot cannot
   answer from the record: its result holds host values (``equal``, ``is_nonzero``) or
-  its result sizes depend on data.
+  its result sizes depend on data. ``free`` are the values of the pass the robot had let
+  go of before this call in the recorded pass: no later step reads them.
 * ``fetch``: ``{'k': 'f', 'value'}``, a host read of one value.
 
 No torch and no I/O here.
@@ -118,9 +119,16 @@ def has_host_values(tree: Any) -> bool:
     return False
 
 
-def exec_step(call: dict, result: Any, umeta: list, sync: bool, base: int) -> dict:
-    """Return the step of one recorded ``exec`` call of a pass that starts at ``base``."""
+def exec_step(
+    call: dict, result: Any, umeta: list, sync: bool, base: int, freed: list[int] = ()
+) -> dict:
+    """Return the step of one recorded ``exec`` call of a pass that starts at ``base``.
+
+    ``freed`` are the ids the robot had let go of before the call (the frees it carried):
+    those of this pass are kept, so the server can release them at the same point.
+    """
     return {
+        'free': sorted(value_id - base for value_id in freed if value_id >= base),
         'k': EXEC,
         'op': call['op'],
         'args': relativize(call['args'], base),
@@ -221,12 +229,12 @@ class ReplaySequence:
                     raise SequenceError(f'fetch step {index} is malformed')
                 continue
             want = {'k', 'op', 'args', 'kwargs', 'first', 'uploads', 'inputs', 'umeta'}
-            want |= {'result', 'sync'}
+            want |= {'result', 'sync', 'free'}
             if set(step) != want:
                 raise SequenceError(f'exec step {index} is malformed')
             if not isinstance(step['op'], str) or not isinstance(step['first'], int):
                 raise SequenceError(f'exec step {index} is malformed')
-            for key in ('uploads', 'inputs'):
+            for key in ('uploads', 'inputs', 'free'):
                 if not isinstance(step[key], list) or not all(
                     isinstance(v, int) and not isinstance(v, bool) and 0 <= v < ids
                     for v in step[key]

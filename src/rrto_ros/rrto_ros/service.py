@@ -36,6 +36,7 @@ from typing import Any
 import torch
 
 from edge_offload import protocol
+from edge_offload.protocol import TORCH_DTYPES
 from rrto_ros import op_codec, replay
 from rrto_ros.executor import DEFAULT_MAX_BYTES, DEFAULT_MAX_VALUES, ExecutorError, OpExecutor
 
@@ -96,25 +97,52 @@ class _CompiledStep:
         self.arg_slots = [i for i, arg in enumerate(self.args) if _has_slot(arg)]
         self.kwarg_slots = [k for k, arg in self.kwargs.items() if _has_slot(arg)]
         self.expected = replay.result_shape(step['result'])
+        self.free = step['free']
+        self.first = step['first']
+        self.uploads = list(zip(step['uploads'], step['umeta'], strict=True))
+        self.inputs = step['inputs']
+        # One new tensor, answered from the record: checked by its sizes, not encoded.
+        self.single: tuple | None = None
+        result = step['result']
+        if not step['sync'] and isinstance(result, dict) and set(result) == {'R'}:
+            offset, (shape, stride, dtype) = result['R']
+            if offset != self.first or dtype not in TORCH_DTYPES:
+                raise replay.SequenceError(f'{self.name}: malformed recorded result')
+            self.single = (tuple(shape), tuple(stride), TORCH_DTYPES[dtype])
         self.need: int | None = None  # bytes of new results, from the first run
 
-    def call(self, executor: OpExecutor, base: int) -> tuple[list, dict, dict[int, int]]:
-        """Return the arguments for a pass starting at ``base`` and the ids they hold."""
+    def call(self, executor: OpExecutor, base: int) -> tuple[list, dict, list[torch.Tensor]]:
+        """Return the arguments for a pass starting at ``base`` and the values they hold."""
         values = [
             executor.value(base + value_id if relative else value_id)
             for relative, value_id in self.refs
         ]
-        used = {
-            id(tensor): base + value_id if relative else value_id
-            for tensor, (relative, value_id) in zip(values, self.refs, strict=True)
-        }
         args = list(self.args)
         for index in self.arg_slots:
             args[index] = _fill(args[index], values)
         kwargs = dict(self.kwargs)
         for key in self.kwarg_slots:
             kwargs[key] = _fill(kwargs[key], values)
-        return args, kwargs, used
+        return args, kwargs, values
+
+    def used(self, values: list[torch.Tensor], base: int) -> dict[int, int]:
+        """Return ``id(tensor)`` -> value id of the values in the arguments."""
+        return {
+            id(tensor): base + value_id if relative else value_id
+            for tensor, (relative, value_id) in zip(values, self.refs, strict=True)
+        }
+
+    def answers_single(self, result: Any, values: list[torch.Tensor]) -> bool:
+        """Return True if ``result`` is the one new tensor the record says, same sizes."""
+        if self.single is None or not isinstance(result, torch.Tensor):
+            return False
+        shape, stride, dtype = self.single
+        return (
+            result.shape == shape
+            and result.stride() == stride
+            and result.dtype == dtype
+            and not any(result is value for value in values)
+        )
 
 
 def _compile(sequence: replay.ReplaySequence, device: torch.device) -> list:
@@ -324,6 +352,8 @@ class OpService:
             current.cursor += 1
             self.replayed_steps += 1
             self.executor.release(self._pending_free.pop(index, ()))
+            if outcome is None:
+                continue
             if isinstance(outcome, torch.Tensor):
                 fetched[f'f{index}'] = outcome
                 continue
@@ -359,33 +389,41 @@ class OpService:
             self._pending_free[index] = [v for v in pending if not start <= v < stop]
 
     def _replay_step(self, compiled: _CompiledStep | dict, base: int) -> Any:
-        """Run one step; return the fetched value (fetch) or the encoded result (exec)."""
+        """Run one step; return the fetched value (fetch) or the encoded result (exec).
+
+        An exec step whose one new tensor has the recorded sizes returns None: checked,
+        stored, nothing to encode.
+        """
         executor = self.executor
         if isinstance(compiled, dict):
             value = replay.rebase(compiled['value'], base)
             return executor.fetch(value.get('T'))
-        step = compiled.step
-        for index, meta in enumerate(step['umeta']):
-            held = executor.value(base + step['uploads'][index])
+        if compiled.free:
+            # The robot let go of these before this call when it was recorded, and a
+            # replayed pass makes the same calls: free them now, so the allocator reuses
+            # their memory while it is in cache (the robot's own frees come a pass late).
+            executor.release([base + offset for offset in compiled.free])
+        for index, (offset, meta) in enumerate(compiled.uploads):
+            held = executor.value(base + offset)
             if [list(held.shape), list(held.stride()), str(held.dtype)[6:]] != meta:
                 raise ExecutorError(f'upload {index} of this step does not match the record')
-        args, kwargs, used = compiled.call(executor, base)
+        args, kwargs, values = compiled.call(executor, base)
         if compiled.need is None:
             compiled.need, _ = executor.output_size(compiled.func, args, kwargs)
-        result = None
+        inputs = [base + offset for offset in compiled.inputs]
+        result = executor.run_op(compiled.func, compiled.name, args, kwargs, compiled.need)
+        if compiled.answers_single(result, values):
+            executor.store(base + compiled.first, result)
+            executor.release(inputs)
+            return None
+        encoded = None
         try:
-            _, result, _ = executor.run_decoded(
-                compiled.func,
-                compiled.name,
-                args,
-                kwargs,
-                base + step['first'],
-                used,
-                compiled.need,
+            encoded, _ = executor.store_result(
+                compiled.name, result, base + compiled.first, compiled.used(values, base)
             )
         finally:
-            self._drop_inputs([base + offset for offset in step['inputs']], result)
-        return result
+            self._drop_inputs(inputs, encoded)
+        return encoded
 
 
 class LoopbackTransport:

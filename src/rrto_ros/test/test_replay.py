@@ -209,6 +209,7 @@ def _exec_step(**changes) -> dict:
         'umeta': [[[2], [1], 'float32']],
         'result': {'R': [1, [[2], [1], 'float32']]},
         'sync': False,
+        'free': [],
     }
     return {**step, **changes}
 
@@ -222,6 +223,7 @@ def _exec_step(**changes) -> dict:
         ({'id': 1, 'ids': 2, 'steps': [_exec_step(op='aten.nope.default')]}, 'unknown'),
         ({'id': 1, 'ids': 2, 'steps': [_exec_step(op='builtins.eval.x')]}, 'aten.'),
         ({'id': 1, 'ids': 2, 'steps': [_exec_step(uploads=[5])]}, 'bad uploads'),
+        ({'id': 1, 'ids': 2, 'steps': [_exec_step(free=[-1])]}, 'bad free'),
         ({'id': 1, 'ids': 2, 'steps': [_exec_step(args=[{'R': [0, []]}])]}, 'result'),
         ({'id': 1, 'ids': 2, 'steps': [_exec_step(args={'T': 1})]}, 'list and a map'),
         ({'id': 1, 'ids': 2, 'steps': [_exec_step(args=[{'X': 1}])]}, 'malformed'),

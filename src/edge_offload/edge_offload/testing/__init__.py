@@ -15,6 +15,7 @@ from edge_offload.testing.offload import (
     offload_bridge_node_command,
     resident_memory_bytes,
     start_headless_server,
+    start_link_emulator_process,
 )
 from edge_offload.testing.packages import installed_package_manifest
 from edge_offload.testing.processes import ProcessGroup
@@ -29,6 +30,7 @@ __all__ = [
     'offload_bridge_node_command',
     'resident_memory_bytes',
     'start_headless_server',
+    'start_link_emulator_process',
     'installed_package_manifest',
     'reserve_domain_id',
     'spin_until',

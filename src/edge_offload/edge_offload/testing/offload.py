@@ -128,3 +128,42 @@ def start_headless_server(
         process.wait()
         raise RuntimeError(f'edge_offload_server did not start: {line!r}')
     return process, found.group(1)
+
+
+def start_link_emulator_process(
+    upstream_port: int, rtt_s: float, rate_bps: float, *, timeout_s: float = 30.0
+) -> tuple[subprocess.Popen, int]:
+    """Start ``python -m edge_offload.link_emulator`` to 127.0.0.1:``upstream_port``.
+
+    A constant ``rate_bps`` both ways and ``rtt_s``. In its own process the relay does not
+    compete for the measuring process's interpreter lock, as a real link would not.
+    Returns the process and the port it listens on.
+    """
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            '-m',
+            'edge_offload.link_emulator',
+            '--upstream',
+            f'127.0.0.1:{upstream_port}',
+            '--rtt-ms',
+            str(rtt_s * 1e3),
+            '--uplink-mbps',
+            str(rate_bps / 1e6),
+            '--downlink-mbps',
+            str(rate_bps / 1e6),
+            '--log-level',
+            'WARNING',
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    ready, _, _ = select.select([process.stdout], [], [], timeout_s)
+    line = process.stdout.readline() if ready else ''
+    found = re.search(r'listening on 127\.0\.0\.1:(\d+)', line)
+    if not found:
+        process.kill()
+        process.wait()
+        raise RuntimeError(f'link_emulator did not start: {line!r}')
+    return process, int(found.group(1))
