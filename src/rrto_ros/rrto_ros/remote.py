@@ -162,6 +162,7 @@ class RemoteSession:
         self._last_freed: list[int] = []  # the frees the latest exec call carried
         # id(host tensor) -> (weakref, version, value id): registered parameters/buffers.
         self._cacheable: dict[int, weakref.ref] = {}
+        self._registered: dict[int, weakref.ref] = {}  # id(module) -> module
         self._cached: dict[int, tuple[weakref.ref, int, int]] = {}
         self.stats = SessionStats()
         #: Called with (event, details) for every call: the recorder's hook.
@@ -170,7 +171,15 @@ class RemoteSession:
     # -- set-up -------------------------------------------------------------------------
 
     def register_module(self, module: nn.Module) -> None:
-        """Let ``module``'s parameters and buffers be uploaded once and cached."""
+        """Let ``module``'s parameters and buffers be uploaded once and cached.
+
+        A module is walked once per session (callers register before every inference);
+        a parameter object swapped into it later goes up with every pass, as an input.
+        """
+        known = self._registered.get(id(module))
+        if known is not None and known() is module:
+            return
+        self._registered[id(module)] = weakref.ref(module)
         for tensor in [*module.parameters(), *module.buffers()]:
             self._cacheable[id(tensor)] = weakref.ref(tensor)
 

@@ -156,9 +156,34 @@ def exec_matches(step: dict, call: dict, umeta: list, base: int) -> bool:
         and step['uploads'] == [value_id - base for value_id in call['uploads']]
         and step['inputs'] == [value_id - base for value_id in call['inputs']]
         and step['umeta'] == umeta
-        and step['args'] == relativize(call['args'], base)
-        and step['kwargs'] == relativize(call['kwargs'], base)
+        and _same(step['args'], call['args'], base)
+        and _same(step['kwargs'], call['kwargs'], base)
     )
+
+
+def _same(recorded: Any, live: Any, base: int) -> bool:
+    """Return ``recorded == relativize(live, base)`` without building the relative tree."""
+    if isinstance(recorded, list):
+        return (
+            isinstance(live, list)
+            and len(recorded) == len(live)
+            and all(_same(r, v, base) for r, v in zip(recorded, live, strict=True))
+        )
+    if isinstance(recorded, dict):
+        if not isinstance(live, dict) or len(recorded) != len(live):
+            return False
+        if len(recorded) == 1:
+            ((tag, item),) = recorded.items()
+            if tag == 'V':
+                target = live.get('T')
+                return type(target) is int and target - base == item
+            if tag == 'T':
+                target = live.get('T')
+                return type(target) is int and target < base and target == item
+        return all(
+            key in live and _same(value, live[key], base) for key, value in recorded.items()
+        )
+    return type(recorded) is type(live) and recorded == live
 
 
 def fetch_matches(step: dict, value_id: int, base: int) -> bool:
