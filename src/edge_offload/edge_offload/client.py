@@ -128,6 +128,7 @@ class _PendingCall:
     error: OffloadError | None = None
     sent_at: float = 0.0
     received_at: float = 0.0
+    handed_off: threading.Event | None = None
     # Another call shared the link during this one: its timing says little about bandwidth.
     overlapped: bool = False
 
@@ -210,8 +211,13 @@ class EdgeClient:
         *,
         timeout_s: float | None = None,
         cancel: threading.Event | None = None,
+        handed_off: threading.Event | None = None,
     ) -> CallReply:
         """Send one CALL to ``mode``'s server half and wait for its reply.
+
+        ``handed_off`` is set once the request has left this process's Python code (passed
+        to the socket, or failed): a caller that waits in another thread can wait for it
+        before it goes on with CPU work that would hold the interpreter lock.
 
         Raises:
             ServerUnavailableError: not connected, or the connection failed during the call.
@@ -221,6 +227,22 @@ class EdgeClient:
             OffloadError: the request is too large or too many calls are pending.
 
         """
+        try:
+            return self._call(mode, op, fields, tensors, timeout_s, cancel, handed_off)
+        finally:
+            if handed_off is not None:
+                handed_off.set()
+
+    def _call(
+        self,
+        mode: str,
+        op: str,
+        fields: Mapping[str, Any] | None,
+        tensors: Mapping[str, torch.Tensor] | None,
+        timeout_s: float | None,
+        cancel: threading.Event | None,
+        handed_off: threading.Event | None,
+    ) -> CallReply:
         timeout_s = self.config.request_timeout_s if timeout_s is None else timeout_s
         with self._lock:
             if self._state is not ConnectionState.CONNECTED:
@@ -237,7 +259,7 @@ class EdgeClient:
                 f'{self.config.max_message_bytes}',
                 ErrorCode.INPUT_TOO_LARGE,
             )
-        pending = _PendingCall(frames=frames, bytes_up=bytes_up)
+        pending = _PendingCall(frames=frames, bytes_up=bytes_up, handed_off=handed_off)
         with self._lock:
             if len(self._pending) >= self.config.max_pending_calls:
                 raise OffloadError(
@@ -396,6 +418,8 @@ class EdgeClient:
                     error=ServerUnavailableError('edge server not connected (send failed)'),
                 )
             pending.frames = []
+            if pending.handed_off is not None:
+                pending.handed_off.set()
 
     def _on_messages(self) -> None:
         while True:

@@ -64,7 +64,9 @@ def test_authorised_robot_gets_a_session_and_correct_outputs(keys, server):
     with _client(keys, server.endpoint) as client:
         assert client.wait_connected(5.0), client.state_reason
         assert client.server_info['models'] == ['tiny_cnn']
-        reply = client.call('nnto', 'infer', {'model': 'tiny_cnn'}, IMAGE)
+        handed_off = threading.Event()
+        reply = client.call('nnto', 'infer', {'model': 'tiny_cnn'}, IMAGE, handed_off=handed_off)
+    assert handed_off.is_set()  # set once the request was passed to the socket
     expected = load_model('tiny_cnn')(IMAGE)['features']
     assert torch.equal(reply.tensors['features'], expected)
     assert reply.bytes_up > IMAGE['image'].numel() * 4
@@ -141,9 +143,11 @@ def test_server_errors_reach_the_client_with_codes(keys, server):
 def test_oversized_request_is_refused_before_sending(keys, server):
     with _client(keys, server.endpoint, max_message_bytes=16 * 1024) as client:
         assert client.wait_connected(5.0)
+        handed_off = threading.Event()
         with pytest.raises(OffloadError) as raised:
-            client.call('nnto', 'infer', {'model': 'tiny_cnn'}, IMAGE)
+            client.call('nnto', 'infer', {'model': 'tiny_cnn'}, IMAGE, handed_off=handed_off)
         assert raised.value.code == ErrorCode.INPUT_TOO_LARGE
+        assert handed_off.is_set()  # a refused request sets it too: nobody waits forever
 
 
 def test_oversized_message_is_dropped_by_the_server(keys):

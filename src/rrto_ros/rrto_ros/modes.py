@@ -49,7 +49,12 @@ class _Exchange:
         self.stats = InferenceStats()
 
     def __call__(
-        self, op: str, fields: dict[str, Any], tensors: dict[str, torch.Tensor]
+        self,
+        op: str,
+        fields: dict[str, Any],
+        tensors: dict[str, torch.Tensor],
+        *,
+        handed_off: threading.Event | None = None,
     ) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
         client = self.mode.context.client
         if client is None:
@@ -65,6 +70,7 @@ class _Exchange:
             tensors,
             timeout_s=timeout_s,
             cancel=request.cancel if request is not None else None,
+            handed_off=handed_off,
         )
         self.stats.bytes_up += reply.bytes_up
         self.stats.bytes_down += reply.bytes_down

@@ -34,6 +34,7 @@ size never gets past it.
 from __future__ import annotations
 
 import enum
+import inspect
 import logging
 import threading
 from dataclasses import dataclass, field
@@ -82,20 +83,36 @@ class _Pass:
     stopped: dict | None = None
 
 
-class _Ahead:
-    """A replay request running in a thread while the robot answers steps from the record."""
+_HANDOFF_WAIT_S = 0.05
 
-    def __init__(self, send: Any, tensors: dict[str, torch.Tensor]) -> None:
+
+class _Ahead:
+    """A replay request running in a thread while the robot answers steps from the record.
+
+    With a transport that takes ``handed_off`` (the bridge's), the robot waits until the
+    request has left the interpreter: its step checks would otherwise hold the interpreter
+    lock while the request waits to be encoded and sent, in switch intervals of 5 ms.
+    """
+
+    def __init__(self, send: Any, tensors: dict[str, torch.Tensor], handoff: bool) -> None:
         self.reply: dict[str, torch.Tensor] | None = None
         self.error: BaseException | None = None
+        handed_off = threading.Event() if handoff else None
         self.thread = threading.Thread(
-            target=self._run, args=(send, tensors), name='rrto-replay', daemon=True
+            target=self._run, args=(send, tensors, handed_off), name='rrto-replay', daemon=True
         )
         self.thread.start()
+        if handed_off is not None:
+            handed_off.wait(_HANDOFF_WAIT_S)
 
-    def _run(self, send: Any, tensors: dict[str, torch.Tensor]) -> None:
+    def _run(
+        self, send: Any, tensors: dict[str, torch.Tensor], handed_off: threading.Event | None
+    ) -> None:
         try:
-            _, self.reply = send('replay', {}, tensors)
+            if handed_off is None:
+                _, self.reply = send('replay', {}, tensors)
+            else:
+                _, self.reply = send('replay', {}, tensors, handed_off=handed_off)
         except BaseException as error:  # noqa: BLE001 - re-raised in the robot's thread
             self.error = error
 
@@ -132,6 +149,10 @@ class RrtoSession(RemoteSession):
         self._answered = False  # the current call was answered from the record
         self._replayed_at_index = -1  # log position of the latest replayed pass
         self._ahead: _Ahead | None = None  # a replay request sent ahead, not yet answered
+        try:
+            self._handoff = 'handed_off' in inspect.signature(transport).parameters
+        except (TypeError, ValueError):  # no signature to inspect
+            self._handoff = False
         self.observer = self._observe
 
     # -- recording ----------------------------------------------------------------------
@@ -300,7 +321,7 @@ class RrtoSession(RemoteSession):
         tensors = self._replay_request(until, False, None)
         self.stats.calls += 1
         self.stats.bytes_up += sum(t.numel() * t.element_size() for t in tensors.values())
-        self._ahead = _Ahead(self._transport, tensors)
+        self._ahead = _Ahead(self._transport, tensors, self._handoff)
 
     def _join_ahead(self) -> None:
         ahead, self._ahead = self._ahead, None
