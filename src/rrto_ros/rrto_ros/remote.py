@@ -36,7 +36,7 @@ from torch import nn
 from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
 
-from edge_offload.protocol import TORCH_DTYPES
+from edge_offload.protocol import TORCH_DTYPES, tensor_nbytes
 from rrto_ros import op_codec
 
 # Host reads: the value goes back to the robot.
@@ -402,11 +402,17 @@ class RemoteSession:
     def _send(
         self, op: str, fields: dict[str, Any], tensors: dict[str, torch.Tensor]
     ) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
-        self.stats.calls += 1
-        self.stats.bytes_up += sum(t.numel() * t.element_size() for t in tensors.values())
+        self._count_request(tensors)
         reply_fields, reply_tensors = self._transport(op, fields, tensors)
-        self.stats.bytes_down += sum(t.numel() * t.element_size() for t in reply_tensors.values())
+        self._count_reply(reply_tensors)
         return reply_fields, reply_tensors
+
+    def _count_request(self, tensors: dict[str, torch.Tensor]) -> None:
+        self.stats.calls += 1
+        self.stats.bytes_up += sum(map(tensor_nbytes, tensors.values()))
+
+    def _count_reply(self, tensors: dict[str, torch.Tensor]) -> None:
+        self.stats.bytes_down += sum(map(tensor_nbytes, tensors.values()))
 
     def _release(self, value_id: int) -> None:
         # Runs in the garbage collector: no lock, no I/O; the ids ride the next call.

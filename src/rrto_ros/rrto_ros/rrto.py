@@ -43,6 +43,7 @@ from typing import Any
 import torch
 
 from rrto_ros import op_codec, replay
+from rrto_ros.executor import tensor_meta
 from rrto_ros.recorder import DEFAULT_MAX_ENTRIES, Recorder
 from rrto_ros.remote import RemoteError, RemoteSession, Transport
 from rrto_ros.sequence_search import DEFAULT_MIN_REPEATS
@@ -125,7 +126,7 @@ class _Ahead:
 
 
 def _umeta(uploads: dict[int, torch.Tensor]) -> list:
-    return [[list(t.shape), list(t.stride()), str(t.dtype)[6:]] for t in uploads.values()]
+    return [tensor_meta(t) for t in uploads.values()]
 
 
 class RrtoSession(RemoteSession):
@@ -319,15 +320,14 @@ class RrtoSession(RemoteSession):
         if host_step is None or until < host_step:
             return  # more uploads are due first; they go together
         tensors = self._replay_request(until, False, None)
-        self.stats.calls += 1
-        self.stats.bytes_up += sum(t.numel() * t.element_size() for t in tensors.values())
+        self._count_request(tensors)
         self._ahead = _Ahead(self._transport, tensors, self._handoff)
 
     def _join_ahead(self) -> None:
         ahead, self._ahead = self._ahead, None
         if ahead is not None:
             reply = ahead.result()
-            self.stats.bytes_down += sum(t.numel() * t.element_size() for t in reply.values())
+            self._count_reply(reply)
             self._absorb(reply)
 
     def _send(

@@ -38,7 +38,13 @@ import torch
 from edge_offload import protocol
 from edge_offload.protocol import TORCH_DTYPES
 from rrto_ros import op_codec, replay
-from rrto_ros.executor import DEFAULT_MAX_BYTES, DEFAULT_MAX_VALUES, ExecutorError, OpExecutor
+from rrto_ros.executor import (
+    DEFAULT_MAX_BYTES,
+    DEFAULT_MAX_VALUES,
+    ExecutorError,
+    OpExecutor,
+    tensor_meta,
+)
 
 DEFAULT_MAX_SEQUENCES = 4
 
@@ -105,10 +111,13 @@ class _CompiledStep:
         self.single: tuple | None = None
         result = step['result']
         if not step['sync'] and isinstance(result, dict) and set(result) == {'R'}:
-            offset, (shape, stride, dtype) = result['R']
-            if offset != self.first or dtype not in TORCH_DTYPES:
-                raise replay.SequenceError(f'{self.name}: malformed recorded result')
-            self.single = (tuple(shape), tuple(stride), TORCH_DTYPES[dtype])
+            try:
+                offset, (shape, stride, dtype) = result['R']
+                self.single = (tuple(shape), tuple(stride), TORCH_DTYPES[dtype])
+            except (TypeError, ValueError, KeyError):
+                raise replay.SequenceError(f'{self.name}: malformed recorded result') from None
+            if offset != self.first:
+                raise replay.SequenceError(f'{self.name}: result id is not the first id')
         self.need: int | None = None  # bytes of new results, from the first run
 
     def call(self, executor: OpExecutor, base: int) -> tuple[list, dict, list[torch.Tensor]]:
@@ -405,7 +414,7 @@ class OpService:
             executor.release([base + offset for offset in compiled.free])
         for index, (offset, meta) in enumerate(compiled.uploads):
             held = executor.value(base + offset)
-            if [list(held.shape), list(held.stride()), str(held.dtype)[6:]] != meta:
+            if tensor_meta(held) != meta:
                 raise ExecutorError(f'upload {index} of this step does not match the record')
         args, kwargs, values = compiled.call(executor, base)
         if compiled.need is None:

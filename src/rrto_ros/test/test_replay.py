@@ -224,6 +224,11 @@ def _exec_step(**changes) -> dict:
         ({'id': 1, 'ids': 2, 'steps': [_exec_step(op='builtins.eval.x')]}, 'aten.'),
         ({'id': 1, 'ids': 2, 'steps': [_exec_step(uploads=[5])]}, 'bad uploads'),
         ({'id': 1, 'ids': 2, 'steps': [_exec_step(free=[-1])]}, 'bad free'),
+        ({'id': 1, 'ids': 2, 'steps': [_exec_step(result={'R': [1, 'x']})]}, 'recorded result'),
+        (
+            {'id': 1, 'ids': 2, 'steps': [_exec_step(result={'R': [0, [[2], [1], 'float32']]})]},
+            'first id',
+        ),
         ({'id': 1, 'ids': 2, 'steps': [_exec_step(args=[{'R': [0, []]}])]}, 'result'),
         ({'id': 1, 'ids': 2, 'steps': [_exec_step(args={'T': 1})]}, 'list and a map'),
         ({'id': 1, 'ids': 2, 'steps': [_exec_step(args=[{'X': 1}])]}, 'malformed'),

@@ -101,32 +101,42 @@ def start_headless_server(
     Its log goes to the process's stdout pipe after the first line, which names the
     bound endpoint.
     """
+    command = [
+        sys.executable,
+        '-m',
+        'edge_offload.server',
+        '--endpoint',
+        'tcp://127.0.0.1:0',
+        '--models',
+        ','.join(models),
+        '--secret-key-file',
+        str(keys.server_secret),
+        '--authorized-clients-dir',
+        str(keys.authorized_clients_dir),
+        *arguments,
+    ]
+    return _start_announcing(
+        command, r'listening on (tcp://\S+)', 'edge_offload_server', timeout_s
+    )
+
+
+def _start_announcing(
+    command: list[str], pattern: str, what: str, timeout_s: float
+) -> tuple[subprocess.Popen, str]:
+    """Start ``command``; return it and the group of ``pattern`` in its first output line.
+
+    Its later output stays in the process's stdout pipe.
+    """
     process = subprocess.Popen(
-        [
-            sys.executable,
-            '-m',
-            'edge_offload.server',
-            '--endpoint',
-            'tcp://127.0.0.1:0',
-            '--models',
-            ','.join(models),
-            '--secret-key-file',
-            str(keys.server_secret),
-            '--authorized-clients-dir',
-            str(keys.authorized_clients_dir),
-            *arguments,
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
+        command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
     )
     ready, _, _ = select.select([process.stdout], [], [], timeout_s)
     line = process.stdout.readline() if ready else ''
-    found = re.search(r'listening on (tcp://\S+)', line)
+    found = re.search(pattern, line)
     if not found:
         process.kill()
         process.wait()
-        raise RuntimeError(f'edge_offload_server did not start: {line!r}')
+        raise RuntimeError(f'{what} did not start: {line!r}')
     return process, found.group(1)
 
 
@@ -139,7 +149,7 @@ def start_link_emulator_process(
     compete for the measuring process's interpreter lock, as a real link would not.
     Returns the process and the port it listens on.
     """
-    process = subprocess.Popen(
+    process, port = _start_announcing(
         [
             sys.executable,
             '-m',
@@ -155,15 +165,8 @@ def start_link_emulator_process(
             '--log-level',
             'WARNING',
         ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
+        r'listening on 127\.0\.0\.1:(\d+)',
+        'link_emulator',
+        timeout_s,
     )
-    ready, _, _ = select.select([process.stdout], [], [], timeout_s)
-    line = process.stdout.readline() if ready else ''
-    found = re.search(r'listening on 127\.0\.0\.1:(\d+)', line)
-    if not found:
-        process.kill()
-        process.wait()
-        raise RuntimeError(f'link_emulator did not start: {line!r}')
-    return process, int(found.group(1))
+    return process, int(port)
