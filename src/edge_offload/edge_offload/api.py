@@ -26,6 +26,7 @@ import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 
@@ -65,6 +66,8 @@ class OffloaderConfig:
     client: ClientConfig | None = None
     local_models: list[str] | None = None
     link_window_s: float = 1.0
+    # Per-mode settings by mode name, handed to each mode (``ModeContext.options``).
+    mode_options: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 @dataclass
@@ -103,7 +106,12 @@ class Offloader:
         self.models = ModelCache(allowed)
         self.link = LinkEstimator(window_s=config.link_window_s)
         self.client = EdgeClient(config.client, self.link) if config.client else None
-        self._context = ModeContext(models=self.models, client=self.client, link=self.link)
+        self._context = ModeContext(
+            models=self.models,
+            client=self.client,
+            link=self.link,
+            options=config.mode_options,
+        )
         self._lock = threading.Lock()
         self._modes: dict[str, OffloadMode] = {}
         self._local_time_s: dict[str, float] = {}

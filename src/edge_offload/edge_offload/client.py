@@ -3,9 +3,11 @@
 """Robot end of the wire protocol: one authenticated connection to one edge server.
 
 ``EdgeClient`` owns a ZeroMQ DEALER socket on an I/O thread. Callers on any thread use
-``call`` (one request, one reply, both with named tensors); the I/O thread sends,
-receives, answers the connection's life-cycle events and sends a PING every
-``ping_interval_s`` as the active RTT probe.
+``call`` (one request, one reply, both with named tensors) or ``submit``, which queues the
+request and returns a ``CallFuture`` at once, so one caller can keep many requests in
+flight (a stream of tensor slices, a long-poll for the server's data). The I/O thread
+sends, receives, answers the connection's life-cycle events, expires calls whose deadline
+passed and sends a PING every ``ping_interval_s`` as the active RTT probe.
 
 Connection life cycle: the socket connects and reconnects by itself; after every
 successful transport handshake the client sends HELLO and is ``CONNECTED`` once the server
@@ -23,12 +25,13 @@ import collections
 import enum
 import itertools
 import logging
+import math
 import os
 import socket
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -58,6 +61,7 @@ _REQUEST_ERRORS = {
     protocol.E_TOO_LARGE: ErrorCode.INPUT_TOO_LARGE,
 }
 _CANCEL_POLL_S = 0.02
+_MAX_WAIT_S = 60.0  # one wait at most (Event.wait refuses very long timeouts)
 
 
 class ConnectionState(enum.Enum):
@@ -122,10 +126,9 @@ class CallReply:
 class _PendingCall:
     frames: list
     bytes_up: int
-    done: threading.Event = field(default_factory=threading.Event)
-    reply: protocol.Message | None = None
+    future: CallFuture
+    deadline: float
     bytes_down: int = 0
-    error: OffloadError | None = None
     sent_at: float = 0.0
     received_at: float = 0.0
     handed_off: threading.Event | None = None
@@ -134,6 +137,117 @@ class _PendingCall:
 
 
 StateListener = Callable[[ConnectionState, str], None]
+DoneCallback = Callable[['CallFuture'], None]
+
+
+class CallFuture:
+    """The outcome of one CALL sent with ``EdgeClient.submit``: a reply or an error.
+
+    It completes when the server answers, the connection fails, the call's deadline
+    passes (the client's I/O thread expires it even if nobody waits), or it is cancelled.
+    """
+
+    def __init__(self, client: EdgeClient, request_id: int, timeout_s: float) -> None:
+        self._client = client
+        self._request_id = request_id
+        self._timeout_s = timeout_s
+        self._deadline = math.inf  # set by submit before the call is queued
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        self._reply: CallReply | None = None
+        self._error: OffloadError | None = None
+        self._callbacks: list[DoneCallback] = []
+
+    @property
+    def request_id(self) -> int:
+        """Return the call's request id on the wire."""
+        return self._request_id
+
+    def done(self) -> bool:
+        """Return whether the call completed (answered, failed, expired or cancelled)."""
+        return self._done.is_set()
+
+    def result(self, timeout: float | None = None) -> CallReply:
+        """Wait for the reply and return it.
+
+        ``timeout`` bounds only this wait: when it passes first, ``TimeoutError`` is raised
+        and the call stays pending. The call's own deadline (``timeout_s`` of ``submit``)
+        always applies.
+
+        Raises:
+            ServerUnavailableError: not connected, or the connection failed during the call.
+            DeadlineMissedError: no reply within the call's ``timeout_s``.
+            OffloadCancelledError: the call was cancelled.
+            ServerRejectedError: the server answered with an error.
+            TimeoutError: ``timeout`` passed before the call completed.
+
+        """
+        return self._wait(timeout, None)
+
+    def cancel(self) -> bool:
+        """Forget the call: its reply, if one comes, is dropped.
+
+        Return True if the call was pending and is now cancelled (``result`` raises
+        ``OffloadCancelledError``; done callbacks run on this thread), False if it had
+        already completed.
+        """
+        return self._client._complete(
+            self._request_id, error=OffloadCancelledError('request cancelled')
+        )
+
+    def add_done_callback(self, fn: DoneCallback) -> None:
+        """Call ``fn(self)`` once when the call completes.
+
+        ``fn`` runs on the thread that completes the call (the client's I/O thread for
+        replies, failures and expired deadlines), or at once on this thread if the call has
+        already completed. It must return quickly and must not wait for another call.
+        Exceptions it raises are logged.
+        """
+        with self._lock:
+            if not self._done.is_set():
+                self._callbacks.append(fn)
+                return
+        self._run_callback(fn)
+
+    def _wait(self, timeout: float | None, cancel: threading.Event | None) -> CallReply:
+        limit = math.inf if timeout is None else time.monotonic() + timeout
+        while True:
+            now = time.monotonic()
+            wait = min(self._deadline, limit) - now
+            if cancel is not None:
+                wait = min(wait, _CANCEL_POLL_S)
+            if self._done.wait(min(max(0.0, wait), _MAX_WAIT_S)):
+                break
+            if cancel is not None and cancel.is_set():
+                self.cancel()
+                raise OffloadCancelledError('request cancelled')
+            now = time.monotonic()
+            if now >= self._deadline:
+                self._client._expire(self)
+                # Completed now, by this thread or by another that won the race.
+                self._done.wait()
+                break
+            if now >= limit:
+                raise TimeoutError(f'call {self._request_id} still pending after {timeout} s')
+        if self._error is not None:
+            raise self._error
+        assert self._reply is not None  # noqa: S101 - one of them is set with done
+        return self._reply
+
+    def _set(self, reply: CallReply | None, error: OffloadError | None) -> None:
+        with self._lock:
+            self._reply = reply
+            self._error = error
+            callbacks, self._callbacks = self._callbacks, []
+            self._done.set()
+        for fn in callbacks:
+            self._run_callback(fn)
+
+    def _run_callback(self, fn: DoneCallback) -> None:
+        try:
+            fn(self)
+        except Exception:  # noqa: BLE001 - a callback must not break the completing thread
+            _logger.exception('done callback of edge call %d failed', self._request_id)
 
 
 class EdgeClient:
@@ -152,6 +266,7 @@ class EdgeClient:
         self._lock = threading.Lock()
         self._outbox: collections.deque[tuple[int, list]] = collections.deque()
         self._pending: dict[int, _PendingCall] = {}
+        self._next_deadline = math.inf  # earliest deadline of a pending call (or later)
         self._ids = itertools.count(1)
         self._state = ConnectionState.CONNECTING
         self._state_reason = f'connecting to {config.endpoint}'
@@ -186,6 +301,12 @@ class EdgeClient:
         with self._lock:
             return dict(self._server_info)
 
+    @property
+    def pending_calls(self) -> int:
+        """Return how many calls are waiting for their reply."""
+        with self._lock:
+            return len(self._pending)
+
     def add_state_listener(self, listener: StateListener) -> None:
         """Call ``listener(state, reason)`` on the I/O thread at every state change."""
         with self._lock:
@@ -201,6 +322,95 @@ class EdgeClient:
                     return False
                 self._state_changed.wait(remaining)
             return True
+
+    def submit(
+        self,
+        mode: str,
+        op: str,
+        fields: Mapping[str, Any] | None = None,
+        tensors: Mapping[str, torch.Tensor] | None = None,
+        *,
+        timeout_s: float | None = None,
+        handed_off: threading.Event | None = None,
+    ) -> CallFuture:
+        """Queue one CALL to ``mode``'s server half and return its future at once.
+
+        Calls submitted from one thread are sent in that order. The call fails with
+        ``DeadlineMissedError`` if no reply came within ``timeout_s`` (default:
+        request_timeout_s), whether or not anyone waits for it. ``handed_off`` is set once
+        the request has left this process's Python code (passed to the socket, or failed).
+
+        Raises:
+            ServerUnavailableError: not connected.
+            OffloadError: the request is too large or too many calls are pending.
+
+        """
+        try:
+            return self._submit(mode, op, fields, tensors, timeout_s, handed_off)
+        except BaseException:
+            if handed_off is not None:
+                handed_off.set()
+            raise
+
+    def _submit(
+        self,
+        mode: str,
+        op: str,
+        fields: Mapping[str, Any] | None,
+        tensors: Mapping[str, torch.Tensor] | None,
+        timeout_s: float | None,
+        handed_off: threading.Event | None,
+    ) -> CallFuture:
+        timeout_s = self.config.request_timeout_s if timeout_s is None else timeout_s
+        self._check_connected()
+        body = {'mode': mode, 'op': op, 'args': dict(fields or {})}
+        request_id = next(self._ids)
+        frames = protocol.encode(
+            protocol.Message(protocol.CALL, request_id, body, dict(tensors or {}))
+        )
+        bytes_up = protocol.frames_nbytes(frames)
+        if bytes_up > self.config.max_message_bytes:
+            raise OffloadError(
+                f'request is {bytes_up} bytes; max_message_bytes is '
+                f'{self.config.max_message_bytes}',
+                ErrorCode.INPUT_TOO_LARGE,
+            )
+        future = CallFuture(self, request_id, timeout_s)
+        with self._lock:
+            # Checked again under the lock: a failure in between fails only what is pending.
+            self._check_connected_locked()
+            if len(self._pending) >= self.config.max_pending_calls:
+                raise OffloadError(
+                    f'{len(self._pending)} calls already pending', ErrorCode.QUEUE_FULL
+                )
+            deadline = time.monotonic() + timeout_s
+            future._deadline = deadline
+            pending = _PendingCall(
+                frames=frames,
+                bytes_up=bytes_up,
+                future=future,
+                deadline=deadline,
+                handed_off=handed_off,
+            )
+            if self._pending:
+                pending.overlapped = True
+                for other in self._pending.values():
+                    other.overlapped = True
+            self._pending[request_id] = pending
+            self._next_deadline = min(self._next_deadline, deadline)
+            self._outbox.append((request_id, frames))
+        self._wake()
+        return future
+
+    def _check_connected(self) -> None:
+        with self._lock:
+            self._check_connected_locked()
+
+    def _check_connected_locked(self) -> None:
+        if self._stopping.is_set():
+            raise ServerUnavailableError('edge server not connected: client closed')
+        if self._state is not ConnectionState.CONNECTED:
+            raise ServerUnavailableError(f'edge server not connected: {self._state_reason}')
 
     def call(
         self,
@@ -228,84 +438,13 @@ class EdgeClient:
 
         """
         try:
-            return self._call(mode, op, fields, tensors, timeout_s, cancel, handed_off)
+            future = self.submit(
+                mode, op, fields, tensors, timeout_s=timeout_s, handed_off=handed_off
+            )
+            return future._wait(None, cancel)
         finally:
             if handed_off is not None:
                 handed_off.set()
-
-    def _call(
-        self,
-        mode: str,
-        op: str,
-        fields: Mapping[str, Any] | None,
-        tensors: Mapping[str, torch.Tensor] | None,
-        timeout_s: float | None,
-        cancel: threading.Event | None,
-        handed_off: threading.Event | None,
-    ) -> CallReply:
-        timeout_s = self.config.request_timeout_s if timeout_s is None else timeout_s
-        with self._lock:
-            if self._state is not ConnectionState.CONNECTED:
-                raise ServerUnavailableError(f'edge server not connected: {self._state_reason}')
-        body = {'mode': mode, 'op': op, 'args': dict(fields or {})}
-        request_id = next(self._ids)
-        frames = protocol.encode(
-            protocol.Message(protocol.CALL, request_id, body, dict(tensors or {}))
-        )
-        bytes_up = protocol.frames_nbytes(frames)
-        if bytes_up > self.config.max_message_bytes:
-            raise OffloadError(
-                f'request is {bytes_up} bytes; max_message_bytes is '
-                f'{self.config.max_message_bytes}',
-                ErrorCode.INPUT_TOO_LARGE,
-            )
-        pending = _PendingCall(frames=frames, bytes_up=bytes_up, handed_off=handed_off)
-        with self._lock:
-            if len(self._pending) >= self.config.max_pending_calls:
-                raise OffloadError(
-                    f'{len(self._pending)} calls already pending', ErrorCode.QUEUE_FULL
-                )
-            if self._pending:
-                pending.overlapped = True
-                for other in self._pending.values():
-                    other.overlapped = True
-            self._pending[request_id] = pending
-            self._outbox.append((request_id, frames))
-        self._wake()
-        started = time.monotonic()
-        deadline = started + timeout_s
-        while not pending.done.wait(min(_CANCEL_POLL_S, max(0.0, deadline - time.monotonic()))):
-            if cancel is not None and cancel.is_set():
-                self._forget(request_id)
-                raise OffloadCancelledError('request cancelled')
-            if time.monotonic() >= deadline:
-                self._forget(request_id)
-                raise DeadlineMissedError(f'edge server did not answer within {timeout_s:.3f} s')
-        if pending.error is not None:
-            raise pending.error
-        reply = pending.reply
-        assert reply is not None  # noqa: S101 - set together with done
-        if reply.type == protocol.ERROR:
-            code = str(reply.fields.get('code', protocol.E_INTERNAL))
-            text = str(reply.fields.get('message', ''))
-            if code in (protocol.E_BUSY, protocol.E_SHUTTING_DOWN, protocol.E_NO_SESSION):
-                raise ServerUnavailableError(f'edge server: {code}: {text}')
-            raise ServerRejectedError(code, text, _REQUEST_ERRORS.get(code, ErrorCode.INTERNAL))
-        server_time_s = _nonnegative(reply.fields.get('server_s'))
-        elapsed_s = pending.received_at - pending.sent_at
-        if self.link is not None and not pending.overlapped:
-            self.link.record_transfer(
-                pending.bytes_up, pending.bytes_down, elapsed_s - server_time_s, pending.sent_at
-            )
-        return CallReply(
-            fields=reply.fields.get('args', {}) if isinstance(reply.fields, dict) else {},
-            tensors=reply.tensors,
-            bytes_up=pending.bytes_up,
-            bytes_down=pending.bytes_down,
-            server_time_s=server_time_s,
-            compute_time_s=_nonnegative(reply.fields.get('compute_s')),
-            elapsed_s=elapsed_s,
-        )
 
     def close(self) -> None:
         """Say BYE, stop the I/O thread and close the socket; fail pending calls."""
@@ -361,7 +500,8 @@ class EdgeClient:
         next_timer = time.monotonic()
         try:
             while not self._stopping.is_set():
-                timeout_ms = max(0, int((next_timer - time.monotonic()) * 1000))
+                wake_at = min(next_timer, self._next_deadline)
+                timeout_ms = max(0, int((wake_at - time.monotonic()) * 1000))
                 events = dict(poller.poll(min(timeout_ms, 50)))
                 if self._wake_reader.fileno() in events:
                     self._drain_wake()
@@ -370,6 +510,8 @@ class EdgeClient:
                 if self._socket in events:
                     self._on_messages()
                 self._flush_outbox()
+                if time.monotonic() >= self._next_deadline:
+                    self._expire_due()
                 if time.monotonic() >= next_timer:
                     self._on_timer()
                     next_timer = time.monotonic() + min(
@@ -551,27 +693,84 @@ class EdgeClient:
         *,
         reply: protocol.Message | None = None,
         error: OffloadError | None = None,
-    ) -> None:
+    ) -> bool:
+        """Complete a pending call; return False if it was no longer pending."""
         with self._lock:
             pending = self._pending.pop(request_id, None)
         if pending is None:
-            return
-        pending.reply = reply
-        pending.error = error
-        pending.done.set()
+            return False
+        self._resolve(pending, reply, error)
+        return True
 
-    def _forget(self, request_id: int) -> None:
+    def _expire(self, future: CallFuture) -> None:
+        self._complete(
+            future.request_id,
+            error=DeadlineMissedError(
+                f'edge server did not answer within {future._timeout_s:.3f} s'
+            ),
+        )
+
+    def _expire_due(self) -> None:
+        now = time.monotonic()
         with self._lock:
-            self._pending.pop(request_id, None)
+            due = [call.future for call in self._pending.values() if call.deadline <= now]
+            self._next_deadline = min(
+                (call.deadline for call in self._pending.values() if call.deadline > now),
+                default=math.inf,
+            )
+        for future in due:
+            self._expire(future)
 
     def _fail_pending(self, error: OffloadError) -> None:
         with self._lock:
-            pending = list(self._pending.items())
+            pending = list(self._pending.values())
             self._pending.clear()
             self._outbox.clear()
-        for _, call in pending:
-            call.error = error
-            call.done.set()
+            self._next_deadline = math.inf
+        for call in pending:
+            self._resolve(call, None, error)
+
+    def _resolve(
+        self,
+        pending: _PendingCall,
+        reply: protocol.Message | None,
+        error: OffloadError | None,
+    ) -> None:
+        """Turn a completed call's reply into its outcome and complete its future."""
+        outcome = None
+        if error is None:
+            assert reply is not None  # noqa: S101 - a call completes with one of them
+            try:
+                outcome = self._reply_outcome(pending, reply)
+            except OffloadError as rejected:
+                error = rejected
+        pending.frames = []
+        if pending.handed_off is not None:
+            pending.handed_off.set()
+        pending.future._set(outcome, error)
+
+    def _reply_outcome(self, pending: _PendingCall, reply: protocol.Message) -> CallReply:
+        if reply.type == protocol.ERROR:
+            code = str(reply.fields.get('code', protocol.E_INTERNAL))
+            text = str(reply.fields.get('message', ''))
+            if code in (protocol.E_BUSY, protocol.E_SHUTTING_DOWN, protocol.E_NO_SESSION):
+                raise ServerUnavailableError(f'edge server: {code}: {text}')
+            raise ServerRejectedError(code, text, _REQUEST_ERRORS.get(code, ErrorCode.INTERNAL))
+        server_time_s = _nonnegative(reply.fields.get('server_s'))
+        elapsed_s = pending.received_at - pending.sent_at
+        if self.link is not None and not pending.overlapped:
+            self.link.record_transfer(
+                pending.bytes_up, pending.bytes_down, elapsed_s - server_time_s, pending.sent_at
+            )
+        return CallReply(
+            fields=reply.fields.get('args', {}) if isinstance(reply.fields, dict) else {},
+            tensors=reply.tensors,
+            bytes_up=pending.bytes_up,
+            bytes_down=pending.bytes_down,
+            server_time_s=server_time_s,
+            compute_time_s=_nonnegative(reply.fields.get('compute_s')),
+            elapsed_s=elapsed_s,
+        )
 
     def _set_state(self, state: ConnectionState, reason: str) -> None:
         with self._state_changed:

@@ -8,10 +8,17 @@ worker pool; the I/O thread only moves frames, answers PINGs at once (so RTT pro
 not wait behind inference) and answers every malformed, oversized or unexpected message
 with an ERROR instead of failing.
 
+A mode may defer its reply: ``handle`` returns a ``concurrent.futures.Future`` and the
+worker is free at once; the reply is sent when the future completes (from any thread), and
+the call counts against the session's in-flight budget until then. A session that closes
+or expires, or a server that stops, cancels its deferred calls' futures (a result that
+still comes is dropped).
+
 Limits: ``max_clients`` sessions (HELLO beyond it gets ``server_full``),
 ``max_inflight_per_client`` calls per session (beyond it ``busy``), ``max_message_bytes``
 per message in either direction (the socket drops larger frames before they are
-buffered), and sessions silent for ``session_timeout_s`` are closed.
+buffered), and sessions silent for ``session_timeout_s`` are closed (once no call of theirs
+is running on a worker; deferred calls do not keep a silent session open).
 
 With ``security='curve'`` only robots whose public key file is in
 ``authorized_clients_dir`` complete the handshake; others are refused by ZeroMQ's
@@ -23,6 +30,7 @@ from __future__ import annotations
 import argparse
 import collections
 import concurrent.futures
+import functools
 import logging
 import math
 import signal
@@ -53,6 +61,7 @@ from edge_offload.modes.base import (
     ServerCall,
     ServerMode,
     ServerModeContext,
+    ServerReply,
     load_server_mode_class,
 )
 
@@ -141,6 +150,8 @@ class _Session:
     last_seen: float
     inflight: int = 0
     mode_states: dict[str, Any] = field(default_factory=dict)
+    # Futures of deferred replies still to send; each also counts in ``inflight``.
+    deferred: set[concurrent.futures.Future] = field(default_factory=set)
 
 
 class EdgeServer:
@@ -256,6 +267,10 @@ class EdgeServer:
         with self._lock:
             sessions = list(self._sessions.values())
             self._sessions.clear()
+            deferred = [future for session in sessions for future in _detach_deferred(session)]
+            self._outbox.clear()
+        for future in deferred:
+            future.cancel()
         for session in sessions:
             self._close_session_states(session)
         self._stop_auth()
@@ -530,9 +545,88 @@ class EdgeServer:
         self._send(session.identity, protocol.error_message(request_id, code, text))
 
     def _work(self, session: _Session, mode: ServerMode, call: ServerCall, received: float):
-        """Run one call on a worker thread and queue its reply."""
+        """Run one call on a worker thread and queue its reply, or defer it to a future."""
         try:
-            reply = mode.handle(session.mode_states.get(mode.name), call)
+            outcome = mode.handle(session.mode_states.get(mode.name), call)
+        except Exception as error:  # noqa: BLE001 - answered with an ERROR below
+            outcome = error
+        except BaseException:
+            with self._lock:
+                session.inflight -= 1
+            raise
+        if isinstance(outcome, concurrent.futures.Future):
+            self._defer(session, mode, call, received, outcome)
+            return
+        frames = self._reply_frames(session, mode, call, received, outcome)
+        with self._lock:
+            session.inflight -= 1
+            self._outbox.append([session.identity, *frames])
+        self._wake()
+
+    def _defer(
+        self,
+        session: _Session,
+        mode: ServerMode,
+        call: ServerCall,
+        received: float,
+        future: concurrent.futures.Future,
+    ) -> None:
+        """Send the reply when ``future`` completes; the call stays in flight until then."""
+        with self._lock:
+            session_open = (
+                not self._stopping.is_set() and self._sessions.get(session.identity) is session
+            )
+            if session_open:
+                session.deferred.add(future)
+            else:
+                session.inflight -= 1
+        if not session_open:
+            future.cancel()  # nobody to answer; a result that still comes is dropped
+            return
+        future.add_done_callback(
+            functools.partial(self._on_deferred_done, session, mode, call, received)
+        )
+
+    def _on_deferred_done(
+        self,
+        session: _Session,
+        mode: ServerMode,
+        call: ServerCall,
+        received: float,
+        future: concurrent.futures.Future,
+    ) -> None:
+        """Queue the reply of a completed deferred call (runs on the completing thread)."""
+        with self._lock:
+            if future not in session.deferred:
+                return  # the session closed or the server stopped: drop the result
+        outcome: ServerReply | BaseException
+        if future.cancelled():
+            outcome = RuntimeError('the mode cancelled its deferred reply')
+        else:
+            error = future.exception()
+            outcome = error if error is not None else future.result()
+        frames = self._reply_frames(session, mode, call, received, outcome)
+        with self._lock:
+            if future not in session.deferred:
+                return  # closed while the reply was encoded
+            session.deferred.discard(future)
+            session.inflight -= 1
+            self._outbox.append([session.identity, *frames])
+        self._wake()
+
+    def _reply_frames(
+        self,
+        session: _Session,
+        mode: ServerMode,
+        call: ServerCall,
+        received: float,
+        outcome: ServerReply | BaseException,
+    ) -> list:
+        """Encode a mode's reply (or what it raised) as REPLY or ERROR frames."""
+        try:
+            if isinstance(outcome, BaseException):
+                raise outcome
+            reply = outcome
             answer = protocol.Message(
                 protocol.REPLY,
                 call.request_id,
@@ -563,8 +657,13 @@ class EdgeServer:
             frames = protocol.encode(
                 protocol.error_message(call.request_id, error.code, error.message)
             )
-        except Exception as error:  # noqa: BLE001 - one bad request must not stop the server
-            _logger.exception('session %s: %s call failed', session.session_id, mode.name)
+        except BaseException as error:  # noqa: BLE001 - one bad request must not stop the server
+            _logger.error(
+                'session %s: %s call failed',
+                session.session_id,
+                mode.name,
+                exc_info=(type(error), error, error.__traceback__),
+            )
             with self._lock:
                 self._counters['errors'] += 1
             frames = protocol.encode(
@@ -572,12 +671,7 @@ class EdgeServer:
                     call.request_id, protocol.E_INTERNAL, f'{type(error).__name__}: {error}'
                 )
             )
-        finally:
-            with self._lock:
-                session.inflight -= 1
-        with self._lock:
-            self._outbox.append([session.identity, *frames])
-        self._wake()
+        return frames
 
     def _send(self, identity: bytes, message: protocol.Message) -> None:
         with self._lock:
@@ -598,10 +692,11 @@ class EdgeServer:
     def _expire_sessions(self) -> None:
         cutoff = time.monotonic() - self.config.session_timeout_s
         with self._lock:
+            # Deferred calls do not keep a silent session: expiring cancels them.
             idle = [
                 identity
                 for identity, session in self._sessions.items()
-                if session.last_seen < cutoff and session.inflight == 0
+                if session.last_seen < cutoff and session.inflight == len(session.deferred)
             ]
         for identity in idle:
             self._close_session(identity, f'silent for {self.config.session_timeout_s:.0f} s')
@@ -609,6 +704,9 @@ class EdgeServer:
     def _close_session(self, identity: bytes, why: str) -> None:
         with self._lock:
             session = self._sessions.pop(identity, None)
+            deferred = _detach_deferred(session) if session is not None else []
+        for future in deferred:
+            future.cancel()  # a result that still comes is dropped
         if session is not None:
             _logger.info('session %s closed: %s', session.session_id, why)
             self._close_session_states(session)
@@ -619,6 +717,14 @@ class EdgeServer:
                 self._modes[mode_name].close_session(state)
             except Exception:  # noqa: BLE001 - closing one mode must not skip the others
                 _logger.exception('closing %s state of %s failed', mode_name, session.session_id)
+
+
+def _detach_deferred(session: _Session) -> list[concurrent.futures.Future]:
+    """Take a closing session's deferred calls out of flight (call with the server lock)."""
+    deferred = list(session.deferred)
+    session.deferred.clear()
+    session.inflight -= len(deferred)
+    return deferred
 
 
 def _percentile(ordered: list[float], fraction: float) -> float:

@@ -32,6 +32,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import torch
 
 if TYPE_CHECKING:
+    import concurrent.futures
+
     from edge_offload.client import EdgeClient
     from edge_offload.link_monitor import LinkEstimator
     from edge_offload.models import ModelCache
@@ -163,6 +165,8 @@ class ModeContext:
     client: EdgeClient | None = None
     link: LinkEstimator | None = None
     logger: logging.Logger = field(default_factory=lambda: logging.getLogger('edge_offload'))
+    # Per-mode settings by mode name (e.g. ``{'lopinfer': {'device_factor': 19.0}}``).
+    options: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 class OffloadMode(abc.ABC):
@@ -234,12 +238,24 @@ class ServerMode(abc.ABC):
         return None
 
     @abc.abstractmethod
-    def handle(self, state: Any, call: ServerCall) -> ServerReply:
+    def handle(
+        self, state: Any, call: ServerCall
+    ) -> ServerReply | concurrent.futures.Future[ServerReply]:
         """Answer ``call`` using this session's ``state``.
+
+        ``handle`` runs on one of the server's worker threads. It returns the reply, or a
+        ``concurrent.futures.Future`` that will resolve to it when the mode has the answer
+        (a long-poll waiting for data, say): the worker is then free at once, and the
+        server sends the reply when the future completes, from whichever thread completes
+        it. Until then the call counts against the session's ``max_inflight_per_client``.
+        A future that raises is answered like ``handle`` raising. When the session closes
+        or expires, or the server stops, the server cancels the future (``future.cancel()``)
+        and drops any result that still comes; a mode completes it with
+        ``set_running_or_notify_cancel()`` first, or tolerates ``InvalidStateError``.
 
         Raises:
             protocol.ProtocolError: the call is invalid; its code and message go back
-                to the client.
+                to the client (also when the returned future raises it).
 
         """
 
