@@ -22,6 +22,14 @@ setup(
     license='Apache-2.0',
     extras_require={'test': ['pytest']},
     entry_points={
-        'console_scripts': [],
+        'console_scripts': ['lopinfer_plan = lopinfer_ros.plan_cli:main'],
+        'edge_offload.modes': [
+            'lopinfer = lopinfer_ros.modes:LopInferMode',
+            'layer_split = lopinfer_ros.modes:LayerSplitMode',
+        ],
+        'edge_offload.server_modes': [
+            'lopinfer = lopinfer_ros.modes:LopInferServerMode',
+            'layer_split = lopinfer_ros.modes:LayerSplitServerMode',
+        ],
     },
 )

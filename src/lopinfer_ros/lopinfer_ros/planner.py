@@ -1,0 +1,872 @@
+# Copyright 2026 The edge_offload authors
+# SPDX-License-Identifier: Apache-2.0
+"""LOSS planner (spec 3.7, Algorithm 1) and its baselines, on a :class:`PlanProblem`.
+
+Baselines: :func:`device_only`, :func:`server_only` and :func:`layer_split` (DSCCS /
+Neurosurgeon: every node whole on one side). :func:`loss` runs Algorithm 1: seed with the
+best baseline, Phase I beam search over the nodes in topological order, Phase II large
+neighbourhood search (LNS) with the exact simulator, then the best of LOSS and the
+baselines (line 11), so it is never worse than the best baseline in the simulator.
+
+Decision variables (exact or harmless reductions, documented here once):
+
+* Input nodes are fixed at ``(width, width)``; global (atomic) nodes choose a side.
+* Cheap element-wise followers (every input has the same width and an identity
+  footprint, no input is a model input, and the node costs no more on the robot than its
+  costliest input: ReLU, BatchNorm, residual add) are *derived*: they take
+  ``(min m_u, min(max r_u, min m_u))`` of their inputs, i.e. exactly the columns both sides
+  already hold (the replicated range included), which needs no transfer whenever the
+  inputs agree. Choosing anything else for them only moves a small amount of work, or
+  adds a transfer next to the producer that decides the split anyway.
+* Every other local node is a decision node with candidates ``{0, width, the producer's
+  split scaled by the width ratio, the transfer-free bounds, 25/50/75 % cuts}`` x
+  replication ``{0, halo, 2 x halo}`` (halo: how far a consumer's footprint reaches past
+  a cut), plus the transfer-free maximal replication and the seed's choice.
+
+Determinism: given the same problem, link and arguments the result is the same whenever
+the wall-clock ``time_budget_s`` does not bind (iteration and non-improvement limits
+stop the search otherwise); ties are broken by bytes, then compute, then index order.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import random
+import time
+from collections import deque
+from dataclasses import dataclass, field
+
+from lopinfer_ros.problem import INPUT, LinkModel, Plan, PlanProblem
+from lopinfer_ros.simulator import (
+    Compiled,
+    PrefixSim,
+    SimResult,
+    _link_params,
+    _simulate_fast,
+    _simulate_timeline,
+    check_plan,
+    compile_problem,
+)
+
+DEVICE_ONLY = 'device_only'
+SERVER_ONLY = 'server_only'
+LAYER_SPLIT = 'layer_split'
+LOPINFER = 'lopinfer'
+BASELINES = (DEVICE_ONLY, SERVER_ONLY, LAYER_SPLIT)
+# Relative tolerance under which two makespans count as equal (float noise).
+_REL_TOL = 1e-12
+# Shares of the remaining work the completion estimate lets the server take.
+_ALPHAS = tuple(i / 8 for i in range(9))
+
+
+def _key(sim: SimResult) -> tuple[float, int, float]:
+    return (sim.makespan_s, sim.bytes_up + sim.bytes_down, sim.compute_s)
+
+
+def better(a: SimResult, b: SimResult) -> bool:
+    """Whether ``a`` beats ``b``: lower makespan; ties: fewer bytes, then less compute."""
+    tol = _REL_TOL * max(1.0, abs(b.makespan_s)) if math.isfinite(b.makespan_s) else 0.0
+    if a.makespan_s < b.makespan_s - tol:
+        return True
+    if a.makespan_s > b.makespan_s + tol:
+        return False
+    if a.bytes_total != b.bytes_total:
+        return a.bytes_total < b.bytes_total
+    return a.compute_s < b.compute_s - _REL_TOL * max(1.0, b.compute_s)
+
+
+def _whole(c: Compiled, on_m: list[bool]) -> tuple[list[int], list[int]]:
+    m = [0] * c.n
+    r = [0] * c.n
+    for v in range(c.n):
+        if on_m[v] or c.is_input[v]:
+            m[v] = r[v] = c.width[v]
+    return m, r
+
+
+def device_only(problem: PlanProblem) -> Plan:
+    """Return the plan that runs every node whole on the robot."""
+    widths = tuple(node.width for node in problem.nodes)
+    return Plan(widths, widths)
+
+
+def server_only(problem: PlanProblem) -> Plan:
+    """Return the plan that runs everything but the inputs on the server."""
+    m = tuple(node.width if node.kind == INPUT else 0 for node in problem.nodes)
+    return Plan(m, m)
+
+
+def layer_split(
+    problem: PlanProblem, link: LinkModel, *, exhaustive_limit: int = 12, min_cut: bool = True
+) -> Plan:
+    """Return the best layer partition (every node whole on one side) in the simulator.
+
+    Tries every topological-prefix cut (nodes before the cut on the robot, the rest on
+    the server; outputs come back), which covers Neurosurgeon's single cut on a DAG with
+    skip connections, plus the DSCCS-style s-t min-cut of compute and transfer times
+    (``min_cut``), which may place a tail back on the robot. Problems with at most
+    ``exhaustive_limit`` non-input nodes are searched exhaustively over all partitions.
+    Ties go to fewer bytes, then less compute.
+    """
+    c = compile_problem(problem)
+    free = [v for v in range(c.n) if not c.is_input[v]]
+    best_sim: SimResult | None = None
+    best: tuple[list[int], list[int]] | None = None
+
+    def consider(m: list[int], r: list[int]) -> None:
+        nonlocal best_sim, best
+        sim = _simulate_fast(c, m, r, link)
+        if best_sim is None or better(sim, best_sim):
+            best_sim, best = sim, (list(m), list(r))
+
+    if len(free) <= exhaustive_limit:
+        for mask in range(1 << len(free)):
+            on_m = [False] * c.n
+            for bit, v in enumerate(free):
+                on_m[v] = bool(mask >> bit & 1)
+            consider(*_whole(c, on_m))
+    else:
+        on_m = [False] * c.n
+        m, r = _whole(c, on_m)
+        consider(m, r)
+        for v in free:
+            m[v] = r[v] = c.width[v]
+            consider(m, r)
+        if min_cut:
+            consider(*_whole(c, _min_cut_side(c, link)))
+    assert best is not None  # noqa: S101 - at least one partition was simulated
+    return Plan(tuple(best[0]), tuple(best[1]))
+
+
+def _min_cut_side(c: Compiled, link: LinkModel) -> list[bool]:
+    """Return which nodes the s-t min cut of compute and transfer times puts on the robot.
+
+    Source = robot, sink = server: a node on the robot cuts ``v -> sink`` (its device
+    time), on the server ``source -> v`` (its server time plus the return of an output);
+    an edge across the cut costs the producer's transfer time.
+    """
+    n = c.n
+    source, sink = n, n + 1
+    graph = _FlowGraph(n + 2)
+    big = 1e18
+    for v in range(n):
+        full = c.width[v]
+        if c.is_input[v]:
+            graph.add(source, v, big)
+            continue
+        back = link.transfer_s(c.out_bytes[v]) + link.latency_s if c.is_output[v] else 0.0
+        graph.add(source, v, min(big, c.cost_r[v][full] + back))
+        graph.add(v, sink, c.cost_m[v][full])
+        for u, _, _ in c.in_edges[v]:
+            t = min(big, link.transfer_s(c.out_bytes[u]) + link.latency_s)
+            graph.add(u, v, t)
+            graph.add(v, u, t)
+    graph.max_flow(source, sink)
+    reach = graph.reachable(source)
+    return [reach[v] for v in range(n)]
+
+
+class _FlowGraph:
+    """Dinic max-flow on float capacities (small graphs: a model's operators)."""
+
+    def __init__(self, n: int) -> None:
+        self.adj: list[list[int]] = [[] for _ in range(n)]
+        self.to: list[int] = []
+        self.cap: list[float] = []
+
+    def add(self, a: int, b: int, cap: float) -> None:
+        self.adj[a].append(len(self.to))
+        self.to.append(b)
+        self.cap.append(cap)
+        self.adj[b].append(len(self.to))
+        self.to.append(a)
+        self.cap.append(0.0)
+
+    def _levels(self, s: int, t: int) -> list[int] | None:
+        level = [-1] * len(self.adj)
+        level[s] = 0
+        queue = deque([s])
+        while queue:
+            a = queue.popleft()
+            for e in self.adj[a]:
+                if self.cap[e] > 1e-15 and level[self.to[e]] < 0:
+                    level[self.to[e]] = level[a] + 1
+                    queue.append(self.to[e])
+        return level if level[t] >= 0 else None
+
+    def max_flow(self, s: int, t: int) -> float:
+        total = 0.0
+        while (level := self._levels(s, t)) is not None:
+            it = [0] * len(self.adj)
+            while True:
+                pushed = self._push(s, t, level, it)
+                if pushed <= 1e-15:
+                    break
+                total += pushed
+        return total
+
+    def _push(self, s: int, t: int, level: list[int], it: list[int]) -> float:
+        # Iterative DFS along the level graph; returns the bottleneck of one path.
+        path: list[int] = []
+        a = s
+        while True:
+            if a == t:
+                flow = min(self.cap[e] for e in path)
+                for e in path:
+                    self.cap[e] -= flow
+                    self.cap[e ^ 1] += flow
+                return flow
+            advanced = False
+            while it[a] < len(self.adj[a]):
+                e = self.adj[a][it[a]]
+                b = self.to[e]
+                if self.cap[e] > 1e-15 and level[b] == level[a] + 1:
+                    path.append(e)
+                    a = b
+                    advanced = True
+                    break
+                it[a] += 1
+            if not advanced:
+                if a == s:
+                    return 0.0
+                level[a] = -1  # dead end
+                e = path.pop()
+                a = self.to[e ^ 1]
+                it[a] += 1
+
+    def reachable(self, s: int) -> list[bool]:
+        seen = [False] * len(self.adj)
+        seen[s] = True
+        stack = [s]
+        while stack:
+            a = stack.pop()
+            for e in self.adj[a]:
+                if self.cap[e] > 1e-15 and not seen[self.to[e]]:
+                    seen[self.to[e]] = True
+                    stack.append(self.to[e])
+        return seen
+
+
+@dataclass(frozen=True)
+class PlannedResult:
+    """What :func:`loss` returns: the plan to run and what it was compared with."""
+
+    plan: Plan
+    sim: SimResult
+    # 'lopinfer', or the baseline that beat the search (Algorithm 1, line 11).
+    source: str
+    baselines: dict[str, Plan]
+    baseline_sims: dict[str, SimResult]
+    # The best plan the search itself found (before line 11); None if none was feasible.
+    search_plan: Plan | None = None
+    search_sim: SimResult | None = None
+    stats: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def makespan_s(self) -> float:
+        """Predicted latency of :attr:`plan`."""
+        return self.sim.makespan_s
+
+
+def plan_baselines(problem: PlanProblem, link: LinkModel) -> dict[str, Plan]:
+    """Return the three baseline plans, keyed by mode name."""
+    return {
+        DEVICE_ONLY: device_only(problem),
+        SERVER_ONLY: server_only(problem),
+        LAYER_SPLIT: layer_split(problem, link),
+    }
+
+
+def loss(
+    problem: PlanProblem,
+    link: LinkModel,
+    *,
+    beam_width: int = 8,
+    time_budget_s: float = 1.5,
+    max_non_improving: int = 2000,
+    max_iterations: int = 50000,
+    seed: int = 0,
+    transmission_pruning: bool = True,
+    neighbourhood: tuple[int, int] = (3, 16),
+    baselines: dict[str, Plan] | None = None,
+) -> PlannedResult:
+    """Plan ``problem`` for ``link`` with LOSS (spec 3.7, Algorithm 1).
+
+    ``beam_width``: partial plans kept per step of Phase I. ``time_budget_s``: wall-clock
+    budget of Phase II (tau). ``max_non_improving``: Phase II stops after this many
+    consecutive rejected neighbourhoods (K); ``max_iterations`` caps it in all. ``seed``
+    drives the neighbourhood choice. ``transmission_pruning``: the search never sends a
+    tensor larger than the model input across the link (constraint 5); baselines may, and
+    the final best-of still compares against them. ``neighbourhood``: min and max number
+    of decision nodes an LNS move revokes. ``baselines``: precomputed baseline plans.
+    """
+    t_start = time.perf_counter()
+    c = compile_problem(problem)
+    if baselines is None:
+        baselines = plan_baselines(problem, link)
+    for plan in baselines.values():
+        check_plan(problem, plan)
+    base_sims = {name: _simulate_fast(c, p.m, p.r, link) for name, p in baselines.items()}
+    best_name = min(base_sims, key=lambda name: _key(base_sims[name]))
+    for name in base_sims:  # deterministic winner among exact ties
+        if better(base_sims[name], base_sims[best_name]):
+            best_name = name
+    seed_plan = baselines[best_name]
+    t_base = time.perf_counter()
+
+    rng = random.Random(seed)  # noqa: S311 - a seeded search, not cryptography
+    search = _Search(c, link, transmission_pruning, rng)
+    ub = base_sims[best_name].makespan_s
+    beam_plans = search.beam(seed_plan, beam_width, ub)
+    t_beam = time.perf_counter()
+
+    # Phase II starts from the best feasible plan: the beam's or a baseline's.
+    start: tuple[list[int], list[int]] | None = None
+    start_sim: SimResult | None = None
+    for m, r in beam_plans + [(list(p.m), list(p.r)) for p in baselines.values()]:
+        sim = _simulate_fast(c, m, r, link)
+        if transmission_pruning and sim.expansive_transfer:
+            continue
+        if start_sim is None or better(sim, start_sim):
+            start, start_sim = (m, r), sim
+    search_plan = search_sim = None
+    iterations = accepted = 0
+    if start is not None and start_sim is not None:
+        m, r, search_sim, iterations, accepted = search.lns(
+            start[0],
+            start[1],
+            start_sim,
+            deadline=time.perf_counter() + time_budget_s,
+            max_non_improving=max_non_improving,
+            max_iterations=max_iterations,
+            neighbourhood=neighbourhood,
+        )
+        search_plan = Plan(tuple(m), tuple(r))
+    t_lns = time.perf_counter()
+
+    # Algorithm 1, line 11: the best of the search and the baselines.
+    plan, sim, source = seed_plan, base_sims[best_name], best_name
+    if search_sim is not None and search_plan is not None and not better(sim, search_sim):
+        plan, sim, source = search_plan, search_sim, LOPINFER
+    stats = {
+        'baselines_s': t_base - t_start,
+        'beam_s': t_beam - t_base,
+        'lns_s': t_lns - t_beam,
+        'total_s': t_lns - t_start,
+        'lns_iterations': iterations,
+        'lns_accepted': accepted,
+        'beam_plans': len(beam_plans),
+        'simulations': search.simulations,
+        'decision_nodes': len(search.decisions),
+    }
+    return PlannedResult(
+        plan=plan,
+        sim=sim,
+        source=source,
+        baselines=dict(baselines),
+        baseline_sims=base_sims,
+        search_plan=search_plan,
+        search_sim=search_sim,
+        stats=stats,
+    )
+
+
+def _signature(s: PrefixSim) -> tuple:
+    """Return what makes two partial plans interchangeable for the rest of the search."""
+    return (
+        round(s.tm, 12),
+        round(s.tr, 12),
+        round(s.up_free, 12),
+        round(s.down_free, 12),
+        round(s.done, 12),
+        tuple((u, e[0], e[1]) for u, e in s.open.items()),
+    )
+
+
+class _Search:
+    """State shared by Phase I and Phase II for one problem and bandwidth."""
+
+    def __init__(self, c: Compiled, link: LinkModel, pruning: bool, rng: random.Random) -> None:
+        self.c = c
+        self.link = link
+        self.pruning = pruning
+        self.rng = rng
+        self.simulations = 0
+        self.derived = [self._is_derived(v) for v in range(c.n)]
+        self.decisions = [v for v in range(c.n) if not c.is_input[v] and not self.derived[v]]
+        self.position = {v: i for i, v in enumerate(self.decisions)}
+        self._prepare_estimates()
+
+    def _prepare_estimates(self) -> None:
+        """Precompute the bandwidth-dependent tables of :meth:`_estimate`."""
+        c = self.c
+        link = self.link
+        n = c.n
+        # dev_before[k]: robot time of nodes < k; best_handoff[k]: min over cuts k' >= k of
+        # dev_before[k'] + the transfer of the tensors crossing k' + the server's rest and
+        # the return of outputs computed there (the layer split of the remaining nodes).
+        msg_s, byte_s, _ = _link_params(link)
+        dev_before = [0.0] * (n + 1)
+        for v in range(n):
+            dev_before[v + 1] = dev_before[v] + (0.0 if c.is_input[v] else c.cost_m[v][c.width[v]])
+        delta_bytes = [0] * (n + 2)
+        delta_count = [0] * (n + 2)
+        for u in range(n):
+            last = c.last_consumer[u]
+            if last > u:
+                delta_bytes[u + 1] += c.out_bytes[u]
+                delta_bytes[last + 1] -= c.out_bytes[u]
+                delta_count[u + 1] += 1
+                delta_count[last + 1] -= 1
+        ret = [0.0] * (n + 1)
+        for v in range(n - 1, -1, -1):
+            back = link.transfer_s(c.out_bytes[v]) + link.latency_s if c.is_output[v] else 0.0
+            ret[v] = ret[v + 1] + back
+        handoff = [0.0] * (n + 1)
+        cross_b = cross_n = 0
+        for k in range(n + 1):
+            cross_b += delta_bytes[k]
+            cross_n += delta_count[k]
+            if k == n:
+                handoff[k] = dev_before[n]
+                continue
+            xfer = 0.0
+            if cross_n:
+                xfer = cross_n * msg_s + cross_b * byte_s + link.latency_s
+            handoff[k] = dev_before[k] + xfer + c.srv_after[k] + ret[k]
+        for k in range(n - 1, -1, -1):
+            handoff[k] = min(handoff[k], handoff[k + 1])
+        self.dev_before = dev_before
+        self.best_handoff = handoff
+        # Remaining nodes whose footprint reaches past a cut: a split kept to the end pays
+        # about one message latency per such node on the critical path.
+        spatial = [0] * (n + 1)
+        for v in range(n - 1, -1, -1):
+            halo_node = not c.is_input[v] and not c.elementwise[v] and not c.is_atomic[v]
+            spatial[v] = spatial[v + 1] + (1 if halo_node else 0)
+        self.spatial_after = spatial
+        self.exchange_s = msg_s + link.latency_s
+
+    def _is_derived(self, v: int) -> bool:
+        """Whether ``v`` is a cheap element-wise follower that inherits its inputs' columns.
+
+        Not when it reads a model input (the robot holds those whole, and the server should
+        be able to take the first operator's columns) or costs more than its costliest
+        input (a pointwise convolution is worth its own decision).
+        """
+        c = self.c
+        if not c.elementwise[v]:
+            return False
+        producers = [u for u, _, _ in c.in_edges[v]]
+        if any(c.is_input[u] for u in producers):
+            return False
+        own = c.cost_m[v][c.width[v]]
+        return own <= max(c.cost_m[u][c.width[u]] for u in producers)
+
+    # -- candidate generation -------------------------------------------------------------
+
+    def derive(self, v: int, hold: list[tuple[int, int]]) -> tuple[int, int]:
+        """Return the derived ``(m, r)`` of element-wise ``v`` from its inputs' ``(m, r)``."""
+        m = min(mu for mu, _ in hold)
+        r = max(ru for _, ru in hold)
+        return m, min(r, m)
+
+    def free_bounds(self, v: int, hold: list[tuple[int, int]]) -> tuple[int, int]:
+        """Return the largest robot prefix and smallest server suffix needing no transfer."""
+        c = self.c
+        fm = c.width[v]
+        fr = 0
+        for (_, lo, hi), (mu, ru) in zip(c.in_edges[v], hold, strict=True):
+            fm = min(fm, bisect.bisect_right(hi, mu))
+            fr = max(fr, bisect.bisect_left(lo, ru))
+        return fm, fr
+
+    def candidates(
+        self, v: int, hold: list[tuple[int, int]], extra: tuple[int, int] | None = None
+    ) -> list[tuple[int, int]]:
+        """Return the candidate ``(m, r)`` of decision node ``v`` (sorted, no duplicates)."""
+        c = self.c
+        if c.is_atomic[v]:
+            return [(0, 0), (1, 1)]
+        w = c.width[v]
+        out: set[tuple[int, int]] = {(0, 0), (w, w)}
+        cuts = {w // 4, w // 2, (3 * w) // 4}
+        if hold:
+            fm, fr = self.free_bounds(v, hold)
+            (mu, ru), wu = hold[0], c.width[c.in_edges[v][0][0]]
+            mi = min(w, round(mu * w / wu))
+            ri = min(mi, round(ru * w / wu))
+            cuts.update((fm, fr, mi))
+            out.add((mi, ri))
+            if fr <= fm:
+                out.add((fm, fr))
+                mid = min(max(mi, fr), fm)
+                out.add((mid, mid))
+        h = c.halo[v]
+        # A tensor that may not cross the link needs enough replication for its consumers
+        # to go on without transfers for a while: offer wider overlaps there.
+        reps = (1, 2, 4, 8, 16, 32) if self.pruning and c.expansive[v] else (1, 2)
+        for cut in cuts:
+            out.add((cut, cut))
+            if 0 < cut < w:
+                for k in reps:
+                    out.add((min(w, cut + k * h), max(0, cut - k * h)))
+        if extra is not None and 0 <= extra[1] <= extra[0] <= w:
+            out.add(extra)
+        return sorted(out)
+
+    # -- Phase I: beam search -------------------------------------------------------------
+
+    def _estimate(self, s: PrefixSim) -> tuple[float, float]:
+        """Return (completion estimate, lower bound) of the makespan of a partial plan.
+
+        The bound lets the undecided work flow between the two compute queues with no
+        transfers. The estimate is the best of three completions, each timed along its
+        critical path: the robot gathers the open tensors and goes on, handing the rest
+        to the server at the best later layer cut (device-only included); the server
+        gathers them and does all the rest, sending outputs back; or the two keep a share
+        ``a`` each (best on a grid), paying about one message latency per remaining
+        operator whose footprint crosses the cut.
+        """
+        c = self.c
+        nxt = s.next
+        wm = c.dev_after[nxt]
+        wr = c.srv_after[nxt]
+        if wm <= 0.0 and wr <= 0.0:
+            return s.done, s.done
+        tm, tr = s.tm, s.tr
+        # Fluid bound: all on the robot, all on the server, or both queues end together.
+        lb = min(tm + wm, max(tm, tr + wr))
+        a_star = (tm + wm - tr) / (wm + wr)
+        if 0.0 < a_star < 1.0:
+            lb = min(lb, tr + a_star * wr)
+        lb = max(lb, s.done)
+        ob = c.outb_after[nxt]
+        fb, hm, hr = s.front_bytes, s.hold_m, s.hold_r
+        msg_s, byte_s, lat = s.msg_s, s.byte_s, s.lat
+        up_start = max(s.up_free, tm) + msg_s + lat
+        down_start = max(s.down_free, tr) + msg_s + lat
+        ret = msg_s + ob * byte_s + lat if ob else 0.0
+        # Robot gathers everything, then the best layer split of the rest.
+        start = tm
+        if fb > hm:
+            start = max(start, down_start + (fb - hm) * byte_s)
+        best = start - self.dev_before[nxt] + self.best_handoff[nxt]
+        # Server gathers everything and finishes.
+        start = tr
+        if fb > hr:
+            start = max(start, up_start + (fb - hr) * byte_s)
+        best = min(best, start + wr + ret)
+        penalty = self.spatial_after[nxt] * self.exchange_s
+        for a in _ALPHAS[1:-1]:
+            start = tm
+            need = (1.0 - a) * fb - hm
+            if need > 0:
+                start = max(start, down_start + need * byte_s)
+            fin = start + (1.0 - a) * wm
+            start = tr
+            need = a * fb - hr
+            if need > 0:
+                start = max(start, up_start + need * byte_s)
+            end = start + a * wr
+            if ob:
+                end += msg_s + a * ob * byte_s + lat
+            fin = max(fin, end) + penalty
+            if fin < best:
+                best = fin
+        return max(best, s.done), lb
+
+    def beam(self, seed_plan: Plan, width: int, ub: float) -> list[tuple[list[int], list[int]]]:
+        """Phase I: return the complete plans left in the beam (best first)."""
+        c = self.c
+        states = [PrefixSim(c, self.link)]
+        seed_index = 0
+        bound = ub * (1.0 + 1e-9)
+        for v in range(c.n):
+            if c.is_input[v]:
+                for s in states:
+                    s.extend(c.width[v], c.width[v])
+                continue
+            if self.derived[v]:
+                for s in states:
+                    s.extend(*self.derive(v, s.holdings(v)))
+                if self.pruning and any(s.exp_transfer for s in states):
+                    seed_state = states[seed_index] if seed_index >= 0 else None
+                    states = [s for s in states if not s.exp_transfer]
+                    seed_index = states.index(seed_state) if seed_state in states else -1
+                if not states:
+                    return []
+                continue
+            seed_mr = (seed_plan.m[v], seed_plan.r[v])
+            scored = []
+            seed_child = None
+            for i, s in enumerate(states):
+                for j, (m, r) in enumerate(self.candidates(v, s.holdings(v), seed_mr)):
+                    child = s.copy()
+                    child.extend(m, r)
+                    if self.pruning and child.exp_transfer:
+                        continue
+                    est, lb = self._estimate(child)
+                    if lb > bound:
+                        continue  # cannot beat the best baseline any more
+                    scored.append((est, lb, child.bytes_up + child.bytes_down, i, j, child))
+                    if i == seed_index and (m, r) == seed_mr:
+                        seed_child = child
+            if not scored:
+                return []
+            scored.sort(key=lambda item: item[:5])
+            kept: list[PrefixSim] = []
+            seen: set[tuple] = set()
+            # One slot follows the seed (Algorithm 1 starts the beam from it), so the beam
+            # always holds a plan about as good as the best baseline.
+            seed_index = -1
+            if seed_child is not None:
+                kept.append(seed_child)
+                seen.add(_signature(seed_child))
+                seed_index = 0
+            for item in scored:
+                child = item[5]
+                sig = _signature(child)
+                if sig in seen:
+                    continue
+                seen.add(sig)
+                kept.append(child)
+                if len(kept) >= width:
+                    break
+            states = kept
+        plans = []
+        for s in states:
+            plan = s.plan()
+            plans.append((list(plan.m), list(plan.r)))
+        return plans
+
+    # -- Phase II: large neighbourhood search --------------------------------------------
+
+    def _simulate(self, m: list[int], r: list[int]) -> SimResult:
+        self.simulations += 1
+        return _simulate_fast(self.c, m, r, self.link)
+
+    def rederive(self, m: list[int], r: list[int], changed: set[int]) -> None:
+        """Recompute derived nodes downstream of ``changed`` (in place)."""
+        c = self.c
+        if not changed:
+            return
+        for v in range(min(changed) + 1, c.n):
+            if not self.derived[v]:
+                continue
+            edges = c.in_edges[v]
+            if not any(u in changed for u, _, _ in edges):
+                continue
+            mr = self.derive(v, [(m[u], r[u]) for u, _, _ in edges])
+            if mr != (m[v], r[v]):
+                m[v], r[v] = mr
+                changed.add(v)
+
+    def _anchors(self, timeline) -> tuple[list[int], list[int]]:
+        """Return decision nodes near low-slack events and near the costliest transfers."""
+        c = self.c
+        pos = self.decisions
+
+        def decision_at_or_before(v: int) -> int | None:
+            i = bisect.bisect_right(pos, v) - 1
+            return pos[i] if i >= 0 else None
+
+        critical: list[int] = []
+        for kind, v, _ in timeline.critical:
+            d = v if kind == 'compute' else v
+            d = decision_at_or_before(d)
+            if d is not None and (not critical or critical[-1] != d):
+                critical.append(d)
+        slack = timeline.slack
+        tight = sorted(self.decisions, key=lambda v: (slack[v], v))[: max(8, len(pos) // 20)]
+        for v in tight:
+            if v not in critical:
+                critical.append(v)
+        heavy: list[int] = []
+        by_transfer = sorted(
+            (v for v in range(c.n) if timeline.transfer_s[v] > 0.0),
+            key=lambda v: (-timeline.transfer_s[v], v),
+        )
+        for u in by_transfer[:12]:
+            for d in [decision_at_or_before(u)] + [w for w, _, _ in c.out_edges[u]]:
+                if d is not None and not self.derived[d] and not c.is_input[d]:
+                    if d not in heavy:
+                        heavy.append(d)
+        return critical, heavy
+
+    def _window(self, anchor: int, size: int, backward: bool) -> list[int]:
+        i = self.position[anchor]
+        if backward:
+            return self.decisions[max(0, i - size + 1) : i + 1]
+        lo = max(0, i - size // 2)
+        return self.decisions[lo : lo + size]
+
+    def _move(
+        self, m: list[int], r: list[int], anchor: int, lo_size: int, hi_size: int
+    ) -> set[int]:
+        """Apply one random neighbourhood repair around ``anchor`` in place; return changes."""
+        c = self.c
+        rng = self.rng
+        size = rng.randint(lo_size, hi_size)
+        kind = rng.choices(
+            ('single', 'uniform', 'closure', 'segment', 'shift', 'replicate'),
+            weights=(3, 3, 2, 3, 2, 2),
+        )[0]
+        changed: set[int] = set()
+
+        def assign(v: int, mv: int, rv: int) -> None:
+            w = c.width[v]
+            mv = min(max(mv, 0), w)
+            rv = min(max(rv, 0), mv)
+            if (mv, rv) != (m[v], r[v]):
+                m[v], r[v] = mv, rv
+                changed.add(v)
+
+        if kind == 'single' or c.is_atomic[anchor] and kind != 'uniform':
+            hold = [(m[u], r[u]) for u, _, _ in c.in_edges[anchor]]
+            options = [mr for mr in self.candidates(anchor, hold) if mr != (m[anchor], r[anchor])]
+            if options:
+                assign(anchor, *rng.choice(options))
+            return changed
+        window = self._window(anchor, size, backward=kind in ('closure', 'segment'))
+        if kind == 'uniform':
+            w = c.width[anchor]
+            f0 = (m[anchor] + r[anchor]) / (2 * w)
+            f = rng.choice(
+                (
+                    0.0,
+                    1.0,
+                    0.25,
+                    0.5,
+                    0.75,
+                    f0 + 0.125,
+                    f0 - 0.125,
+                    f0 + 0.0625,
+                    f0 - 0.0625,
+                    rng.random(),
+                )
+            )
+            f = min(1.0, max(0.0, f))
+            k = rng.choice((0, 0, 1, 2))
+            for v in window:
+                if c.is_atomic[v]:
+                    if f in (0.0, 1.0):
+                        assign(v, int(f), int(f))
+                    continue
+                cut = round(f * c.width[v])
+                assign(v, cut + k * c.halo[v], cut - k * c.halo[v])
+        elif kind == 'shift':
+            delta = rng.choice((-0.125, -0.0625, -0.03125, 0.03125, 0.0625, 0.125))
+            for v in window:
+                if not c.is_atomic[v]:
+                    step = round(delta * c.width[v]) or (1 if delta > 0 else -1)
+                    assign(v, m[v] + step, r[v] + step)
+        elif kind == 'replicate':
+            k = rng.choice((0, 1, 2, 4))
+            for v in window:
+                if not c.is_atomic[v]:
+                    cut = (m[v] + r[v]) // 2
+                    assign(v, cut + k * c.halo[v], cut - k * c.halo[v])
+        elif kind == 'segment':
+            # A new cut at the anchor, and the nodes before it widened so that each side
+            # computes its part of the whole window without transfers (only the window's
+            # entry and exit cross the link).
+            w = c.width[anchor]
+            f0 = (m[anchor] + r[anchor]) / (2 * w)
+            f = rng.choice((0.25, 0.5, 0.75, f0 + 0.125, f0 - 0.125, rng.random()))
+            cut = round(min(1.0, max(0.0, f)) * w)
+            assign(anchor, cut, cut)
+            changed |= self._closure(m, r, window)
+        else:
+            changed |= self._closure(m, r, window)
+        return changed
+
+    def _closure(self, m: list[int], r: list[int], window: list[int]) -> set[int]:
+        """Make the window free of internal transfers by widening producers' ranges.
+
+        Walks back from the window's last node: each node's robot range grows to what its
+        robot-side consumers need and its server range to what theirs need (the cross-layer
+        halo of spec 2.4); element-wise nodes pass the needs through to their inputs.
+        """
+        c = self.c
+        if not window:
+            return set()
+        first, last = window[0], window[-1]
+        need_m: dict[int, int] = {}
+        need_r: dict[int, int] = {}
+        changed: set[int] = set()
+        for v in range(last, first - 1, -1):
+            if c.is_input[v] or c.is_atomic[v] and v != last:
+                break
+            w = c.width[v]
+            if v == last:
+                mv, rv = m[v], r[v]
+            else:
+                mv = need_m.get(v, 0)
+                rv = need_r.get(v, w)
+                # Consumers outside the window keep what they have now.
+                for x, lo, hi in c.out_edges[v]:
+                    if x > last:
+                        if m[x]:
+                            mv = max(mv, hi[m[x] - 1])
+                        if r[x] < c.width[x]:
+                            rv = min(rv, lo[r[x]])
+                if rv > mv:
+                    mv = rv = (mv + rv) // 2
+                if not self.derived[v] and (mv, rv) != (m[v], r[v]):
+                    m[v], r[v] = mv, rv
+                    changed.add(v)
+            for u, lo, hi in c.in_edges[v]:
+                if mv:
+                    need_m[u] = max(need_m.get(u, 0), hi[mv - 1])
+                if rv < w:
+                    need_r[u] = min(need_r.get(u, c.width[u]), lo[rv])
+        return changed
+
+    def lns(
+        self,
+        m: list[int],
+        r: list[int],
+        sim: SimResult,
+        *,
+        deadline: float,
+        max_non_improving: int,
+        max_iterations: int,
+        neighbourhood: tuple[int, int],
+    ) -> tuple[list[int], list[int], SimResult, int, int]:
+        """Phase II: improve ``(m, r)`` until the deadline or K rejections in a row."""
+        c = self.c
+        if not self.decisions:
+            return m, r, sim, 0, 0
+        lo_size, hi_size = neighbourhood
+        timeline = _simulate_timeline(c, m, r, self.link).timeline
+        critical, heavy = self._anchors(timeline)
+        non_improving = iterations = accepted = 0
+        while (
+            iterations < max_iterations
+            and non_improving < max_non_improving
+            and time.perf_counter() < deadline
+        ):
+            iterations += 1
+            pool = heavy if heavy and self.rng.random() < 0.4 else critical
+            if not pool or self.rng.random() < 0.1:
+                pool = self.decisions
+            anchor = self.rng.choice(pool)
+            cand_m, cand_r = list(m), list(r)
+            changed = self._move(cand_m, cand_r, anchor, lo_size, hi_size)
+            if not changed:
+                non_improving += 1
+                continue
+            self.rederive(cand_m, cand_r, changed)
+            cand = self._simulate(cand_m, cand_r)
+            if (self.pruning and cand.expansive_transfer) or not better(cand, sim):
+                non_improving += 1
+                continue
+            m, r, sim = cand_m, cand_r, cand
+            accepted += 1
+            non_improving = 0
+            # The critical path moved: re-aim the neighbourhoods.
+            timeline = _simulate_timeline(c, m, r, self.link).timeline
+            critical, heavy = self._anchors(timeline)
+        return m, r, sim, iterations, accepted

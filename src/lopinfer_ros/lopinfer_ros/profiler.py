@@ -1,0 +1,164 @@
+# Copyright 2026 The edge_offload authors
+# SPDX-License-Identifier: Apache-2.0
+"""Profile a captured graph and turn it into the planner's ``PlanProblem``.
+
+Each local operator is timed on this machine at several slice widths (1/8, 1/4, 1/2 and
+all of its columns: small kernels do not scale linearly), atomic ones whole; the median
+of ``repeats`` runs after one warm-up. Serialisation cost is measured against message
+size with the real wire encoder. A profile is a plain JSON-able dict, hashed so that a
+plan table names the profile it was planned from.
+
+The robot's costs are the measured ones times ``device_factor`` (the emulated slower
+robot, spec: the seeds' KAPAO device/server ratio is about 19); the server's are the
+measured ones divided by ``server_speedup`` (1 when, as here, both run on one CPU).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import statistics
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from edge_offload import protocol
+from lopinfer_ros.graph import OpGraph
+from lopinfer_ros.locality import NodeInfo, Piece, run_slice
+from lopinfer_ros.problem import ATOMIC, INPUT, LOCAL, CostCurve, PlanNode, PlanProblem
+
+FRACTIONS = (0.125, 0.25, 0.5, 1.0)
+PROFILE_FORMAT = 1
+
+
+def sample_widths(width: int) -> list[int]:
+    """Return the distinct column counts a node of ``width`` columns is timed at."""
+    return sorted({max(1, round(width * fraction)) for fraction in FRACTIONS})
+
+
+def profile_graph(
+    graph: OpGraph,
+    infos: Sequence[NodeInfo],
+    inputs: Sequence[torch.Tensor],
+    *,
+    repeats: int = 3,
+    progress: bool = False,
+) -> dict[str, Any]:
+    """Time every node at its sample widths; return ``{'nodes': [[widths, seconds]...]}``."""
+    values = graph.run_all(inputs)
+    pieces = {index: Piece(tensor, 0, infos[index].width) for index, tensor in enumerate(values)}
+    rows: list[list[list[float]]] = []
+    nodes = graph.nodes
+    iterator = nodes
+    if progress:
+        from tqdm import tqdm
+
+        iterator = tqdm(nodes, desc='profiling operators', unit='op')
+    with torch.inference_mode():
+        for node in iterator:
+            if node.op == 'input':
+                rows.append([[1], [0.0]])
+                continue
+            widths = sample_widths(infos[node.index].width)
+            seconds = []
+            for width in widths:
+                run_slice(graph, infos, node, pieces, 0, width)  # warm-up
+                samples = []
+                for _ in range(repeats):
+                    started = time.perf_counter()
+                    run_slice(graph, infos, node, pieces, 0, width)
+                    samples.append(time.perf_counter() - started)
+                seconds.append(statistics.median(samples))
+            rows.append([widths, seconds])
+    return {
+        'format': PROFILE_FORMAT,
+        'graph_hash': graph.hash,
+        'torch_threads': torch.get_num_threads(),
+        'nodes': rows,
+        'serialisation': measure_serialisation(),
+    }
+
+
+def measure_serialisation(sizes: Sequence[int] = (1_000, 100_000, 1_000_000, 4_000_000)) -> dict:
+    """Fit encode + decode seconds = a + b * bytes with the real wire codec."""
+    xs, ys = [], []
+    for size in sizes:
+        tensor = torch.zeros(size // 4, dtype=torch.float32)
+        message = protocol.Message(protocol.CALL, 1, {'op': 'x'}, {'t': tensor})
+        samples = []
+        for _ in range(3):
+            started = time.perf_counter()
+            frames = protocol.encode(message)
+            protocol.decode([bytes(frame) for frame in frames])
+            samples.append(time.perf_counter() - started)
+        xs.append(size)
+        ys.append(statistics.median(samples))
+    mean_x, mean_y = statistics.fmean(xs), statistics.fmean(ys)
+    slope = sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys, strict=True)) / sum(
+        (x - mean_x) ** 2 for x in xs
+    )
+    return {'per_message_s': max(0.0, mean_y - slope * mean_x), 'per_byte_s': max(0.0, slope)}
+
+
+def profile_hash(profile: dict[str, Any]) -> str:
+    """Return a short stable hash of a profile."""
+    text = json.dumps(profile, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def build_problem(
+    name: str,
+    graph: OpGraph,
+    infos: Sequence[NodeInfo],
+    profile: dict[str, Any],
+    *,
+    device_factor: float = 1.0,
+    server_speedup: float = 1.0,
+) -> PlanProblem:
+    """Return the planner's view of ``graph`` with costs from ``profile``."""
+    if profile.get('graph_hash') != graph.hash:
+        raise ValueError(
+            f'profile is of graph {profile.get("graph_hash")}, not of this graph {graph.hash}'
+        )
+    if device_factor <= 0 or server_speedup <= 0:
+        raise ValueError('device_factor and server_speedup must be > 0')
+    nodes = []
+    for node, info, (widths, seconds) in zip(graph.nodes, infos, profile['nodes'], strict=True):
+        curve = CostCurve(tuple(int(w) for w in widths), tuple(float(s) for s in seconds))
+        lows, highs = [], []
+        for k, producer in enumerate(node.inputs):
+            producer_width = infos[producer].width
+            if info.atomic or infos[producer].split is None:
+                whole = (0, producer_width) if info.atomic else (0, 1)
+                lows.append((whole[0],) * info.width)
+                highs.append((whole[1],) * info.width)
+                continue
+            pairs = [info.rule.need(k, j, j + 1) for j in range(info.width)]
+            lows.append(tuple(lo for lo, _ in pairs))
+            highs.append(tuple(hi for _, hi in pairs))
+        kind = INPUT if node.op == 'input' else (ATOMIC if info.atomic else LOCAL)
+        nodes.append(
+            PlanNode(
+                name=f'{node.index}:{node.op}',
+                op=node.op,
+                kind=kind,
+                width=info.width,
+                inputs=tuple(node.inputs),
+                need_lo=tuple(lows),
+                need_hi=tuple(highs),
+                column_bytes=max(1, node.nbytes // info.width),
+                device=curve.scaled(device_factor),
+                server=curve.scaled(1.0 / server_speedup),
+            )
+        )
+    input_bytes = sum(graph.nodes[i].nbytes for i in range(graph.num_inputs))
+    return PlanProblem(
+        model=name,
+        graph_hash=graph.hash,
+        nodes=tuple(nodes),
+        outputs=tuple(graph.outputs),
+        input_bytes=input_bytes,
+        profile_hash=profile_hash(profile),
+    )

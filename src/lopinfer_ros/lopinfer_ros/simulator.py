@@ -1,0 +1,925 @@
+# Copyright 2026 The edge_offload authors
+# SPDX-License-Identifier: Apache-2.0
+"""Event-driven simulator of a LOPInfer plan (spec 3.6), full and incremental (pure Python).
+
+Model (the semantics the runtime follows, see ``lopinfer_ros.problem``):
+
+* Each side (robot M, server R) has one compute queue and runs its slices of the nodes in
+  topological (index) order; a slice starts when the side is free and every column it
+  needs is there. A side with no columns of a node spends nothing on it.
+* Each direction of the link is one FIFO: a message of ``n`` bytes occupies it for
+  ``LinkModel.transfer_s(n)`` and arrives ``latency_s`` after it left.
+* Right after a side has computed ``u`` it sends at most one message per direction: the
+  union of the columns of ``u`` that the other side's consumers need and the other side
+  lacks. Up (M->R) carries R's needs inside ``[0, r_u)``; down (R->M) carries M's needs
+  inside ``[m_u, width_u)``, plus what M lacks of ``u`` when ``u`` is an output. Since
+  ``r <= m`` the sender always holds those columns.
+* The makespan (latency) is when the last output is whole on M.
+
+:func:`simulate` is the reference: exact, and fast enough for local search (one pass over
+the nodes, per-problem tables precomputed once and cached). :class:`PrefixSim` is the
+incremental form for the beam search: it simulates a prefix of decided nodes and can be
+extended node by node and copied cheaply. It cannot be exact, because the message of a
+producer depends on consumers that are not decided yet; it places a producer's message
+when the first consumer that needs it is decided and appends later consumers' extra
+columns to it (exact on chains, approximate around skip connections). Plans it yields
+are always re-scored with :func:`simulate`.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import weakref
+from dataclasses import dataclass
+
+import numpy as np
+
+from lopinfer_ros.problem import (
+    ATOMIC,
+    INPUT,
+    LOCAL,
+    CostCurve,
+    LinkModel,
+    Plan,
+    PlanNode,
+    PlanProblem,
+)
+
+UP = 'up'
+DOWN = 'down'
+ROBOT = 'M'
+SERVER = 'R'
+# Float slack when comparing event times on the critical path.
+_EPS = 1e-12
+
+
+def _cost_table(curve: CostCurve, width: int) -> list[float]:
+    """Return ``curve(k)`` for ``k = 0..width`` (vectorised, same formula as CostCurve)."""
+    xs = np.asarray(curve.columns, dtype=float)
+    ys = np.asarray(curve.seconds, dtype=float)
+    cols = np.arange(width + 1, dtype=float)
+    out = np.interp(cols, xs, ys)
+    below = cols < xs[0]
+    out[below] = ys[0] * (0.5 + 0.5 * cols[below] / xs[0])
+    above = cols > xs[-1]
+    if above.any():
+        if len(xs) == 1:
+            out[above] = ys[0] * cols[above] / xs[0]
+        else:
+            slope = (ys[-1] - ys[-2]) / (xs[-1] - xs[-2])
+            out[above] = np.maximum(0.0, ys[-1] + slope * (cols[above] - xs[-1]))
+    # Exact sample values, so a hand-computed profile reproduces to the last bit.
+    for x, y in zip(curve.columns, curve.seconds, strict=True):
+        if x <= width:
+            out[x] = y
+    out[0] = 0.0
+    return out.tolist()
+
+
+def _is_identity(node: PlanNode, problem: PlanProblem) -> bool:
+    """Whether every input footprint of ``node`` is column ``j`` -> column ``j``."""
+    if node.kind != LOCAL or not node.inputs:
+        return False
+    ident_lo = tuple(range(node.width))
+    ident_hi = tuple(range(1, node.width + 1))
+    for k, u in enumerate(node.inputs):
+        if problem.nodes[u].width != node.width:
+            return False
+        if node.need_lo[k] != ident_lo or node.need_hi[k] != ident_hi:
+            return False
+    return True
+
+
+class Compiled:
+    """Per-problem tables the simulator and planner use (built once, cached per problem)."""
+
+    def __init__(self, problem: PlanProblem) -> None:
+        nodes = problem.nodes
+        n = len(nodes)
+        self.n = n
+        self.width = [node.width for node in nodes]
+        self.kind = [node.kind for node in nodes]
+        self.is_input = [node.kind == INPUT for node in nodes]
+        self.is_atomic = [node.kind == ATOMIC for node in nodes]
+        self.col_bytes = [node.column_bytes for node in nodes]
+        self.input_bytes = problem.input_bytes
+        self.outputs = tuple(sorted(set(problem.outputs)))
+        self.is_output = [False] * n
+        for u in self.outputs:
+            self.is_output[u] = True
+        # (producer, need_lo, need_hi) per input slot, and the same per consumer slot.
+        self.in_edges: list[tuple[tuple[int, tuple[int, ...], tuple[int, ...]], ...]] = []
+        out_edges: list[list[tuple[int, tuple[int, ...], tuple[int, ...]]]] = [[] for _ in nodes]
+        for v, node in enumerate(nodes):
+            edges = tuple((u, node.need_lo[k], node.need_hi[k]) for k, u in enumerate(node.inputs))
+            self.in_edges.append(edges)
+            for u, lo, hi in edges:
+                out_edges[u].append((v, lo, hi))
+        self.out_edges = [tuple(e) for e in out_edges]
+        self.last_consumer = [max((w for w, _, _ in e), default=-1) for e in self.out_edges]
+        self.closers: list[list[int]] = [[] for _ in nodes]
+        for u, last in enumerate(self.last_consumer):
+            if last >= 0:
+                self.closers[last].append(u)
+        self.cost_m = [_cost_table(node.device, node.width) for node in nodes]
+        self.cost_r = [_cost_table(node.server, node.width) for node in nodes]
+        self.out_bytes = [node.column_bytes * node.width for node in nodes]
+        # Constraint 5: tensors larger than the model input must not cross the link.
+        self.expansive = [b > problem.input_bytes for b in self.out_bytes]
+        self.elementwise = [_is_identity(node, problem) for node in nodes]
+        self.halo = [self._halo(u) for u in range(n)]
+        # Suffix sums for completion estimates: work after node v at full width.
+        dev_after = [0.0] * (n + 1)
+        srv_after = [0.0] * (n + 1)
+        outb_after = [0] * (n + 1)
+        for v in range(n - 1, -1, -1):
+            full = self.width[v]
+            dev_after[v] = dev_after[v + 1] + (0.0 if self.is_input[v] else self.cost_m[v][full])
+            srv_after[v] = srv_after[v + 1] + (0.0 if self.is_input[v] else self.cost_r[v][full])
+            outb_after[v] = outb_after[v + 1] + (self.out_bytes[v] if self.is_output[v] else 0)
+        self.dev_after = dev_after
+        self.srv_after = srv_after
+        self.outb_after = outb_after
+
+    def _halo(self, u: int) -> int:
+        """Return the columns of ``u`` a consumer's slice reaches past its own cut (>= 1)."""
+        halo = 0
+        wu = self.width[u]
+        for w, lo, hi in self.out_edges[u]:
+            ww = self.width[w]
+            j = ww // 2
+            span = hi[j] - lo[j]
+            stride = wu / ww
+            halo = max(halo, math.ceil((span - stride) / 2))
+        return max(1, min(halo, wu))
+
+
+_CACHE: dict[int, Compiled] = {}
+
+
+def compile_problem(problem: PlanProblem) -> Compiled:
+    """Return the (cached) simulator tables of ``problem``."""
+    key = id(problem)
+    compiled = _CACHE.get(key)
+    if compiled is None:
+        compiled = Compiled(problem)
+        _CACHE[key] = compiled
+        # Drop the entry with the problem; Compiled holds no reference back to it.
+        weakref.finalize(problem, _CACHE.pop, key, None)
+    return compiled
+
+
+@dataclass(frozen=True)
+class NodeTiming:
+    """When a node's slices ran: ``None`` where a side has no columns of it."""
+
+    start_m: float | None
+    end_m: float | None
+    start_r: float | None
+    end_r: float | None
+
+
+@dataclass(frozen=True)
+class Message:
+    """One transfer: columns ``[lo, hi)`` of ``producer`` that one side sends the other."""
+
+    producer: int
+    direction: str
+    columns: tuple[int, int]
+    nbytes: int
+    send_s: float
+    start_s: float
+    arrival_s: float
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """A simulated schedule with its critical path.
+
+    ``slack[v]`` is how long node ``v``'s slices (the tighter side) could slip without
+    delaying the makespan (infinite for work no output depends on); ``critical`` lists
+    the events of one critical path in time order as ``('compute', node, side)`` or
+    ``('message', producer, direction)``.
+    ``transfer_s[u]`` is the link time of ``u``'s messages (both directions).
+    """
+
+    nodes: tuple[NodeTiming, ...]
+    messages: tuple[Message, ...]
+    slack: tuple[float, ...]
+    critical: tuple[tuple[str, int, str], ...]
+    transfer_s: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class SimResult:
+    """What a simulated plan costs."""
+
+    makespan_s: float
+    bytes_up: int
+    bytes_down: int
+    messages: int
+    compute_s: float = 0.0
+    # Whether a tensor larger than the model input crosses the link (constraint 5); the
+    # return of outputs to M does not count.
+    expansive_transfer: bool = False
+    timeline: Timeline | None = None
+
+    @property
+    def bytes_total(self) -> int:
+        """Bytes moved in both directions."""
+        return self.bytes_up + self.bytes_down
+
+
+def check_plan(problem: PlanProblem, plan: Plan) -> None:
+    """Raise ValueError if ``plan`` is invalid for ``problem`` (ranges, inputs, atomics)."""
+    plan.check(problem)
+    for node, m, r in zip(problem.nodes, plan.m, plan.r, strict=True):
+        if node.kind == ATOMIC and (m, r) not in ((1, 1), (0, 0)):
+            raise ValueError(f'global node {node.name} must run whole on one side, got {m}, {r}')
+
+
+def simulate(
+    problem: PlanProblem, plan: Plan, link: LinkModel, *, timeline: bool = False
+) -> SimResult:
+    """Simulate ``plan`` on ``problem`` over ``link``; see the module docstring."""
+    check_plan(problem, plan)
+    compiled = compile_problem(problem)
+    if timeline:
+        return _simulate_timeline(compiled, plan.m, plan.r, link)
+    return _simulate_fast(compiled, plan.m, plan.r, link)
+
+
+def _link_params(link: LinkModel) -> tuple[float, float, float]:
+    """Return (seconds per message, seconds per byte, latency) of ``link.transfer_s``."""
+    bandwidth = link.bandwidth_bytes_per_s
+    if bandwidth <= 0:
+        return math.inf, math.inf, float(link.latency_s)
+    per_byte = getattr(link, 'per_byte_s', 0.0) + 1.0 / bandwidth
+    per_msg = link.per_message_s + link.per_message_bytes / bandwidth
+    return per_msg, per_byte, float(link.latency_s)
+
+
+def _simulate_fast(
+    c: Compiled, m: tuple[int, ...] | list[int], r: tuple[int, ...] | list[int], link: LinkModel
+) -> SimResult:
+    """Exact one-pass simulation without a timeline (the hot path of the planner).
+
+    A message is one contiguous range that starts (up) or ends (down) at the receiver's own
+    boundary, as the runtime sends it (``lopinfer_ros.schedule``): up carries
+    ``[min need, r_u)``, down ``[m_u, max need)``.
+    """
+    n = c.n
+    width = c.width
+    out_edges = c.out_edges
+    cost_m = c.cost_m
+    cost_r = c.cost_r
+    col_bytes = c.col_bytes
+    is_output = c.is_output
+    expansive = c.expansive
+    msg_s, byte_s, lat = _link_params(link)
+    ready_m = [0.0] * n
+    ready_r = [0.0] * n
+    tm = tr = up_free = down_free = 0.0
+    bytes_up = bytes_down = messages = 0
+    compute = 0.0
+    makespan = 0.0
+    exp_transfer = False
+    for v in range(n):
+        mv = m[v]
+        rv = r[v]
+        wv = width[v]
+        em = er = 0.0
+        if mv:
+            s = ready_m[v]
+            if tm > s:
+                s = tm
+            d = cost_m[v][mv]
+            compute += d
+            tm = em = s + d
+        if rv < wv:
+            s = ready_r[v]
+            if tr > s:
+                s = tr
+            d = cost_r[v][wv - rv]
+            compute += d
+            tr = er = s + d
+        edges = out_edges[v]
+        if not edges and not is_output[v]:
+            continue
+        up_lo = rv
+        down_hi = mv
+        up_to = down_to = None
+        for w, lo, hi in edges:
+            mw = m[w]
+            if mw:
+                b = hi[mw - 1]
+                if b > mv and b > lo[0]:
+                    if b > down_hi:
+                        down_hi = b
+                    if down_to is None:
+                        down_to = [w]
+                    else:
+                        down_to.append(w)
+            rw = r[w]
+            ww = width[w]
+            if rw < ww:
+                a = lo[rw]
+                if a < rv and hi[ww - 1] > a:
+                    if a < up_lo:
+                        up_lo = a
+                    if up_to is None:
+                        up_to = [w]
+                    else:
+                        up_to.append(w)
+        if up_to is not None:
+            nb = (rv - up_lo) * col_bytes[v]
+            if expansive[v]:
+                exp_transfer = True
+            s = up_free if up_free > em else em
+            up_free = s + msg_s + nb * byte_s
+            arr = up_free + lat
+            bytes_up += nb
+            messages += 1
+            for w in up_to:
+                if arr > ready_r[w]:
+                    ready_r[w] = arr
+        arr = 0.0
+        if is_output[v]:
+            down_hi = wv
+        elif down_to is not None and expansive[v]:
+            # The return of an output to M is no transfer constraint 5 forbids.
+            exp_transfer = True
+        if down_hi > mv:
+            nb = (down_hi - mv) * col_bytes[v]
+            s = down_free if down_free > er else er
+            down_free = s + msg_s + nb * byte_s
+            arr = down_free + lat
+            bytes_down += nb
+            messages += 1
+            if down_to is not None:
+                for w in down_to:
+                    if arr > ready_m[w]:
+                        ready_m[w] = arr
+        if is_output[v]:
+            t = arr if mv < wv else em
+            if mv and em > t:
+                t = em
+            if t > makespan:
+                makespan = t
+    return SimResult(
+        makespan_s=makespan,
+        bytes_up=bytes_up,
+        bytes_down=bytes_down,
+        messages=messages,
+        compute_s=compute,
+        expansive_transfer=exp_transfer,
+    )
+
+
+def _simulate_timeline(
+    c: Compiled, m: tuple[int, ...] | list[int], r: tuple[int, ...] | list[int], link: LinkModel
+) -> SimResult:
+    """Simulate like :func:`_simulate_fast`, recording every event and the critical path."""
+    n = c.n
+    width = c.width
+    msg_s, byte_s, lat = _link_params(link)
+    start_m: list[float | None] = [None] * n
+    end_m: list[float | None] = [None] * n
+    start_r: list[float | None] = [None] * n
+    end_r: list[float | None] = [None] * n
+    # Which messages a node's slice waits for, per side: (producer, direction).
+    waits: dict[tuple[int, str], list[tuple[int, str]]] = {}
+    msgs: dict[tuple[int, str], Message] = {}
+    consumers_of: dict[tuple[int, str], list[int]] = {}
+    ready_m = [0.0] * n
+    ready_r = [0.0] * n
+    tm = tr = up_free = down_free = 0.0
+    bytes_up = bytes_down = 0
+    compute = 0.0
+    exp_transfer = False
+    order: list[tuple[str, int, str]] = []  # forward event order
+    prev_msg: dict[tuple[int, str], int | None] = {}
+    last_msg: dict[str, int | None] = {UP: None, DOWN: None}
+    for v in range(n):
+        mv, rv, wv = m[v], r[v], width[v]
+        if mv:
+            s = max(tm, ready_m[v])
+            d = c.cost_m[v][mv]
+            compute += d
+            start_m[v], end_m[v] = s, s + d
+            tm = s + d
+            order.append(('compute', v, ROBOT))
+        if rv < wv:
+            s = max(tr, ready_r[v])
+            d = c.cost_r[v][wv - rv]
+            compute += d
+            start_r[v], end_r[v] = s, s + d
+            tr = s + d
+            order.append(('compute', v, SERVER))
+        up_lo, down_hi = rv, mv
+        up_to: list[int] = []
+        down_to: list[int] = []
+        for w, lo, hi in c.out_edges[v]:
+            mw, rw, ww = m[w], r[w], width[w]
+            if mw and hi[mw - 1] > mv and hi[mw - 1] > lo[0]:
+                down_hi = max(down_hi, hi[mw - 1])
+                down_to.append(w)
+            if rw < ww and lo[rw] < rv and hi[ww - 1] > lo[rw]:
+                up_lo = min(up_lo, lo[rw])
+                up_to.append(w)
+        gather = c.is_output[v] and mv < wv
+        if c.expansive[v] and (up_to or (down_to and not gather)):
+            exp_transfer = True
+        if c.is_output[v]:
+            down_hi = wv
+        for direction, cols, targets in ((UP, (up_lo, rv), up_to), (DOWN, (mv, down_hi), down_to)):
+            if cols[1] <= cols[0]:
+                continue
+            nb = (cols[1] - cols[0]) * c.col_bytes[v]
+            if direction == UP:
+                send = end_m[v]
+                s = max(up_free, send)
+                up_free = s + msg_s + nb * byte_s
+                arr = up_free + lat
+                bytes_up += nb
+                for w in targets:
+                    ready_r[w] = max(ready_r[w], arr)
+                    waits.setdefault((w, SERVER), []).append((v, UP))
+            else:
+                send = end_r[v]
+                s = max(down_free, send)
+                down_free = s + msg_s + nb * byte_s
+                arr = down_free + lat
+                bytes_down += nb
+                for w in targets:
+                    ready_m[w] = max(ready_m[w], arr)
+                    waits.setdefault((w, ROBOT), []).append((v, DOWN))
+            msgs[(v, direction)] = Message(v, direction, cols, nb, send, s, arr)
+            prev_msg[(v, direction)] = last_msg[direction]
+            last_msg[direction] = v
+            consumers_of[(v, direction)] = targets
+            order.append(('message', v, direction))
+    # Completion of each output on M, and the makespan.
+    done: dict[int, float] = {}
+    for u in c.outputs:
+        t = end_m[u] if m[u] else 0.0
+        if m[u] < width[u]:
+            t = max(t or 0.0, msgs[(u, DOWN)].arrival_s)
+        done[u] = t or 0.0
+    makespan = max(done.values(), default=0.0)
+
+    # Backward pass: latest finish of each event that keeps the makespan.
+    def finish(ev: tuple[str, int, str]) -> float:
+        kind, v, side = ev
+        if kind == 'compute':
+            return end_m[v] if side == ROBOT else end_r[v]  # type: ignore[return-value]
+        return msgs[(v, side)].arrival_s
+
+    def duration(ev: tuple[str, int, str]) -> float:
+        kind, v, side = ev
+        if kind == 'compute':
+            if side == ROBOT:
+                return end_m[v] - start_m[v]  # type: ignore[operator]
+            return end_r[v] - start_r[v]  # type: ignore[operator]
+        msg = msgs[(v, side)]
+        return msg.arrival_s - msg.start_s
+
+    latest: dict[tuple[str, int, str], float] = {}
+    next_compute: dict[str, tuple[str, int, str] | None] = {ROBOT: None, SERVER: None}
+    next_message: dict[str, tuple[str, int, str] | None] = {UP: None, DOWN: None}
+    for ev in reversed(order):
+        kind, v, side = ev
+        lf = math.inf
+        if kind == 'compute':
+            nxt = next_compute[side]
+            if nxt is not None:
+                lf = min(lf, latest[nxt] - duration(nxt))
+            if c.is_output[v] and side == ROBOT:
+                lf = min(lf, makespan)
+            direction = UP if side == ROBOT else DOWN
+            if (v, direction) in msgs:
+                mev = ('message', v, direction)
+                lf = min(lf, latest[mev] - duration(mev))
+            next_compute[side] = ev
+        else:
+            nxt = next_message[side]
+            if nxt is not None:
+                # The next message may start once this one has left the link.
+                lf = min(lf, latest[nxt] - duration(nxt) + lat)
+            target_side = SERVER if side == UP else ROBOT
+            for w in consumers_of[(v, side)]:
+                cev = ('compute', w, target_side)
+                lf = min(lf, latest[cev] - duration(cev))
+            if c.is_output[v] and side == DOWN:
+                lf = min(lf, makespan)
+            next_message[side] = ev
+        # Work no output depends on (a redundant slice nobody reads) has no deadline.
+        latest[ev] = lf
+    slack = [math.inf] * n
+    for ev in order:
+        kind, v, side = ev
+        sl = latest[ev] - finish(ev)
+        if kind == 'compute' and sl < slack[v]:
+            slack[v] = sl
+    # Walk one critical path back from the output that finishes last.
+    critical: list[tuple[str, int, str]] = []
+    if c.outputs:
+        last = max(c.outputs, key=lambda u: done[u])
+        ev: tuple[str, int, str] | None
+        if (last, DOWN) in msgs and done[last] == msgs[(last, DOWN)].arrival_s:
+            ev = ('message', last, DOWN)
+        else:
+            ev = ('compute', last, ROBOT)
+        while ev is not None:
+            critical.append(ev)
+            ev = _critical_pred(ev, msgs, prev_msg, waits, start_m, start_r, end_m, end_r, lat)
+        critical.reverse()
+    transfer = [0.0] * n
+    for (v, _), msg in msgs.items():
+        transfer[v] += msg.arrival_s - msg.start_s - lat
+    nodes = tuple(NodeTiming(start_m[v], end_m[v], start_r[v], end_r[v]) for v in range(n))
+    return SimResult(
+        makespan_s=makespan,
+        bytes_up=bytes_up,
+        bytes_down=bytes_down,
+        messages=len(msgs),
+        compute_s=compute,
+        expansive_transfer=exp_transfer,
+        timeline=Timeline(
+            nodes=nodes,
+            messages=tuple(sorted(msgs.values(), key=lambda g: (g.start_s, g.direction))),
+            slack=tuple(slack),
+            critical=tuple(critical),
+            transfer_s=tuple(transfer),
+        ),
+    )
+
+
+def _critical_pred(ev, msgs, prev_msg, waits, start_m, start_r, end_m, end_r, lat):
+    """Return the event whose end fixed the start of ``ev`` (None at time zero)."""
+    kind, v, side = ev
+    if kind == 'message':
+        msg = msgs[(v, side)]
+        if msg.start_s <= _EPS:
+            return None
+        # Either the sender finished computing, or the previous message freed the link.
+        if abs(msg.start_s - msg.send_s) <= _EPS:
+            return ('compute', v, ROBOT if side == UP else SERVER)
+        prev = prev_msg[(v, side)]
+        return ('message', prev, side) if prev is not None else None
+    start = start_m[v] if side == ROBOT else start_r[v]
+    if start is None or start <= _EPS:
+        return None
+    for u, d in waits.get((v, side), []):
+        if abs(msgs[(u, d)].arrival_s - start) <= _EPS:
+            return ('message', u, d)
+    ends = end_m if side == ROBOT else end_r
+    for u in range(v - 1, -1, -1):
+        if ends[u] is not None:
+            return ('compute', u, side)
+    return None
+
+
+class PrefixSim:
+    """Incremental simulation of a plan decided node by node in topological order.
+
+    ``extend(m, r)`` decides the next node; :meth:`copy` branches the state (a shallow copy
+    of the open producers, so beams stay cheap). Open producers are those with consumers
+    still undecided; for each the state keeps what each side holds and the message
+    already placed per direction. See the module docstring for where it is approximate.
+    """
+
+    __slots__ = (
+        'c',
+        'msg_s',
+        'byte_s',
+        'lat',
+        'next',
+        'tm',
+        'tr',
+        'up_free',
+        'down_free',
+        'bytes_up',
+        'bytes_down',
+        'messages',
+        'compute',
+        'done',
+        'open',
+        'trail',
+        'front_bytes',
+        'hold_m',
+        'hold_r',
+        'exp_transfer',
+    )
+
+    def __init__(self, compiled: Compiled, link: LinkModel) -> None:
+        self.c = compiled
+        self.msg_s, self.byte_s, self.lat = _link_params(link)
+        self.next = 0
+        self.tm = self.tr = self.up_free = self.down_free = 0.0
+        self.bytes_up = self.bytes_down = self.messages = 0
+        self.compute = 0.0
+        self.done = 0.0
+        # producer -> (m, r, end_m, end_r, up_lo, up_arrival, down_hi, down_arrival); a
+        # message not placed yet has arrival None.
+        self.open: dict[int, tuple] = {}
+        self.trail: tuple | None = None
+        # Bytes of the open producers (whole) and what each side holds of them.
+        self.front_bytes = self.hold_m = self.hold_r = 0
+        self.exp_transfer = False
+
+    def copy(self) -> PrefixSim:
+        """Return an independent copy of this state."""
+        other = PrefixSim.__new__(PrefixSim)
+        for name in PrefixSim.__slots__:
+            setattr(other, name, getattr(self, name))
+        other.open = dict(self.open)
+        return other
+
+    def holdings(self, v: int) -> list[tuple[int, int]]:
+        """Return ``(m_u, r_u)`` of each input of the next node ``v``."""
+        return [self.open[u][:2] for u, _, _ in self.c.in_edges[v]]
+
+    def _send_up(self, u: int, entry: tuple, a: int) -> float:
+        """Make sure R gets ``[a, r_u)`` of ``u``; return when it has arrived."""
+        lo, arr = entry[4], entry[5]
+        if arr is not None and lo <= a:
+            return arr
+        cb = self.c.col_bytes[u]
+        if arr is None:
+            nb = (entry[1] - a) * cb
+            free = max(self.up_free, entry[2]) + self.msg_s + nb * self.byte_s
+            self.messages += 1
+            new_arr = free + self.lat
+        else:
+            # A late consumer: its extra columns ride at the end of the queue.
+            nb = (lo - a) * cb
+            free = max(self.up_free, entry[2]) + nb * self.byte_s
+            new_arr = max(arr, free + self.lat)
+        if self.c.expansive[u]:
+            self.exp_transfer = True
+        self.up_free = free
+        self.bytes_up += nb
+        self.open[u] = entry[:4] + (a, new_arr) + entry[6:]
+        return new_arr
+
+    def _send_down(self, u: int, entry: tuple, b: int, gather: bool = False) -> float:
+        """Make sure M gets ``[m_u, b)`` of ``u``; return when it has arrived."""
+        hi, arr = entry[6], entry[7]
+        if arr is not None and b <= hi:
+            return arr
+        cb = self.c.col_bytes[u]
+        if arr is None:
+            nb = (b - entry[0]) * cb
+            free = max(self.down_free, entry[3]) + self.msg_s + nb * self.byte_s
+            self.messages += 1
+            new_arr = free + self.lat
+        else:
+            nb = (b - hi) * cb
+            free = max(self.down_free, entry[3]) + nb * self.byte_s
+            new_arr = max(arr, free + self.lat)
+        # The return of an output to M is no transfer constraint 5 forbids.
+        if self.c.expansive[u] and not (gather or self.c.is_output[u]):
+            self.exp_transfer = True
+        self.down_free = free
+        self.bytes_down += nb
+        self.open[u] = entry[:6] + (b, new_arr)
+        return new_arr
+
+    def extend(self, m: int, r: int) -> None:
+        """Decide ``(m, r)`` for the next node and simulate it."""
+        c = self.c
+        v = self.next
+        wv = c.width[v]
+        open_ = self.open
+        start_m = self.tm
+        start_r = self.tr
+        for u, lo, hi in c.in_edges[v]:
+            entry = open_[u]
+            if m:
+                b = hi[m - 1]
+                if b > entry[0] and b > lo[0]:
+                    t = self._send_down(u, entry, b)
+                    if t > start_m:
+                        start_m = t
+                    entry = open_[u]
+            if r < wv:
+                a = lo[r]
+                if a < entry[1] and hi[wv - 1] > a:
+                    t = self._send_up(u, entry, a)
+                    if t > start_r:
+                        start_r = t
+        end_m = end_r = 0.0
+        if m:
+            d = c.cost_m[v][m]
+            self.compute += d
+            end_m = self.tm = start_m + d
+        if r < wv:
+            d = c.cost_r[v][wv - r]
+            self.compute += d
+            end_r = self.tr = start_r + d
+        if c.out_edges[v] or c.is_output[v]:
+            open_[v] = (m, r, end_m, end_r, r, None, m, None)
+            cb = c.col_bytes[v]
+            self.front_bytes += c.out_bytes[v]
+            self.hold_m += cb * m
+            self.hold_r += cb * (wv - r)
+        if c.is_output[v]:
+            t = end_m if m else 0.0
+            if m < wv:
+                t = max(t, self._send_down(v, open_[v], wv, gather=True))
+            if t > self.done:
+                self.done = t
+        closers = c.closers[v]
+        if not c.out_edges[v] and c.is_output[v]:
+            closers = closers + [v]
+        for u in closers:
+            entry = open_.pop(u)
+            cb = c.col_bytes[u]
+            self.front_bytes -= c.out_bytes[u]
+            self.hold_m -= cb * entry[0]
+            self.hold_r -= cb * (c.width[u] - entry[1])
+        self.trail = (self.trail, m, r)
+        self.next = v + 1
+
+    def plan(self) -> Plan:
+        """Return the decisions so far as a plan (only valid once every node is decided)."""
+        ms: list[int] = []
+        rs: list[int] = []
+        node = self.trail
+        while node is not None:
+            node, m, r = node
+            ms.append(m)
+            rs.append(r)
+        return Plan(tuple(reversed(ms)), tuple(reversed(rs)))
+
+
+def synthetic_problem(
+    num_nodes: int = 600,
+    *,
+    seed: int = 0,
+    width: int = 448,
+    speedup: float = 8.0,
+    device_s: float = 0.12,
+    channels: int = 64,
+    stages: int = 4,
+    model: str = 'synthetic',
+) -> PlanProblem:
+    """Return a CNN-like random problem for benchmarks and tests.
+
+    A stride-4 stem, then ``stages`` stages of convolutions (1 or 3 wide) with element-wise
+    followers and residual adds; each stage after the first starts with a stride-2
+    convolution that halves the width and doubles the channels; then a global pool and a
+    head (atomic nodes). Work is proportional to multiply-accumulates, scaled so that the
+    robot needs ``device_s`` for the whole model; the server is ``speedup`` times faster
+    and every slice pays a 15 us launch overhead.
+    """
+    rng = random.Random(seed)  # noqa: S311 - reproducible test data, not cryptography
+    specs: list[tuple] = []
+
+    def add(name, op, kind, w, inputs, needs, col_bytes, work):
+        lo = tuple(tuple(a for a, _ in need) for need in needs)
+        hi = tuple(tuple(b for _, b in need) for need in needs)
+        specs.append((name, op, kind, w, tuple(inputs), lo, hi, col_bytes, work))
+        return len(specs) - 1
+
+    def conv_need(w_in, w_out, k, stride):
+        pad = k // 2
+        return [(max(0, j * stride - pad), min(w_in, j * stride - pad + k)) for j in range(w_out)]
+
+    def ident(w):
+        return [(j, j + 1) for j in range(w)]
+
+    w = rows = width  # rows: the other spatial axis, folded into the column bytes
+    x = add('input', 'input', INPUT, w, [], [], 3 * rows * 4, 0.0)
+    input_bytes = 3 * rows * 4 * w
+    ch = channels
+    # A ResNet-like stem: a stride-2 7-wide convolution, then a stride-2 max pool.
+    w_out, rows = (w + 1) // 2, (rows + 1) // 2
+    prev = add(
+        'stem',
+        'conv',
+        LOCAL,
+        w_out,
+        [x],
+        [conv_need(w, w_out, 7, 2)],
+        ch * rows * 4,
+        49 * 3 * ch * rows * w_out,
+    )
+    w = w_out
+    w_out, rows = (w + 1) // 2, (rows + 1) // 2
+    prev = add(
+        'pool',
+        'max_pool2d',
+        LOCAL,
+        w_out,
+        [prev],
+        [conv_need(w, w_out, 3, 2)],
+        ch * rows * 4,
+        9 * ch * rows * w_out,
+    )
+    w = w_out
+    body = num_nodes - 6
+    stage = 0
+    while len(specs) < num_nodes - 3:
+        if stage < stages - 1 and len(specs) >= 3 + body * (stage + 1) // stages:
+            stage += 1
+            w_out, rows = (w + 1) // 2, (rows + 1) // 2
+            work = 9 * ch * 2 * ch * rows * w_out
+            ch *= 2
+            prev = add(
+                f'down{len(specs)}',
+                'conv',
+                LOCAL,
+                w_out,
+                [prev],
+                [conv_need(w, w_out, 3, 2)],
+                ch * rows * 4,
+                work,
+            )
+            w = w_out
+            continue
+        if len(specs) == num_nodes - 4:
+            prev = add(
+                f'relu{len(specs)}',
+                'relu',
+                LOCAL,
+                w,
+                [prev],
+                [ident(w)],
+                ch * rows * 4,
+                ch * rows * w,
+            )
+            continue
+        block_in = prev
+        k = rng.choice((1, 3, 3))
+        prev = add(
+            f'conv{len(specs)}',
+            'conv',
+            LOCAL,
+            w,
+            [prev],
+            [conv_need(w, w, k, 1)],
+            ch * rows * 4,
+            k * k * ch * ch * rows * w,
+        )
+        prev = add(
+            f'relu{len(specs)}', 'relu', LOCAL, w, [prev], [ident(w)], ch * rows * 4, ch * rows * w
+        )
+        if rng.random() < 0.5 and len(specs) <= num_nodes - 5:
+            prev = add(
+                f'conv{len(specs)}',
+                'conv',
+                LOCAL,
+                w,
+                [prev],
+                [conv_need(w, w, 3, 1)],
+                ch * rows * 4,
+                9 * ch * ch * rows * w,
+            )
+            prev = add(
+                f'add{len(specs)}',
+                'add',
+                LOCAL,
+                w,
+                [prev, block_in],
+                [ident(w), ident(w)],
+                ch * rows * 4,
+                ch * rows * w,
+            )
+    gap = add('gap', 'adaptive_avg_pool2d', ATOMIC, 1, [prev], [[(0, w)]], ch * 4, ch * rows * w)
+    fc = add('fc', 'linear', ATOMIC, 1, [gap], [[(0, 1)]], 1000 * 4, ch * 1000)
+    out = add('softmax', 'softmax', ATOMIC, 1, [fc], [[(0, 1)]], 1000 * 4, 1000)
+    launch = 15e-6
+    total = sum(spec[-1] for spec in specs)
+    unit = max(0.0, device_s - launch * (len(specs) - 1)) / total
+    nodes = []
+    for name, op, kind, w, inputs, lo, hi, col_bytes, work in specs:
+        samples = tuple(sorted({max(1, w // 8), max(1, w // 4), max(1, w // 2), w}))
+        dev = tuple(0.0 if kind == INPUT else launch + unit * work * s / w for s in samples)
+        srv = tuple(
+            0.0 if kind == INPUT else launch + unit * work * s / w / speedup for s in samples
+        )
+        nodes.append(
+            PlanNode(
+                name,
+                op,
+                kind,
+                w,
+                inputs,
+                lo,
+                hi,
+                col_bytes,
+                CostCurve(samples, dev),
+                CostCurve(samples, srv),
+            )
+        )
+    return PlanProblem(
+        model=model,
+        graph_hash=f'synthetic-{num_nodes}-{seed}',
+        nodes=tuple(nodes),
+        outputs=(out,),
+        input_bytes=input_bytes,
+        profile_hash=f'speedup-{speedup}',
+    )
