@@ -186,6 +186,9 @@ def real_runs(
                         secret_key_file=str(keys.robot_secret),
                         server_public_key_file=str(keys.server_public),
                         request_timeout_s=120.0,
+                        # At 1 MB/s a 4.9 MB input holds the link (and the pings queued
+                        # behind it) for 5 s: the default 3 s liveness would disconnect.
+                        liveness_timeout_s=30.0,
                     ),
                     mode_options={'lopinfer': options},
                 )

@@ -315,9 +315,15 @@ def _init_worker(problem: PlanProblem, link: LinkModel, kwargs: dict[str, Any]) 
 
 def _plan_bucket(bucket: int) -> TableEntry:
     """Plan one bucket with the worker's problem (module level: spawn-safe)."""
-    problem: PlanProblem = _WORKER['problem']
-    link = dataclasses.replace(_WORKER['link'], bandwidth_bytes_per_s=planned_bandwidth(bucket))
-    result = loss(problem, link, **_WORKER['kwargs'])
+    return _plan_one(_WORKER['problem'], _WORKER['link'], _WORKER['kwargs'], bucket)
+
+
+def _plan_one(
+    problem: PlanProblem, template: LinkModel, kwargs: dict[str, Any], bucket: int
+) -> TableEntry:
+    """Plan ``bucket`` of ``problem`` with LOSS and return its table entry."""
+    link = dataclasses.replace(template, bandwidth_bytes_per_s=planned_bandwidth(bucket))
+    result = loss(problem, link, **kwargs)
     sims = dict(result.baseline_sims)
     sims[LOPINFER] = result.sim
     return TableEntry(
@@ -374,14 +380,10 @@ def build_table(
     start = time.perf_counter()
     try:
         if workers <= 1 or len(buckets) <= 1:
-            _init_worker(problem, link_template, planner_kwargs)
-            try:
-                for b in buckets:
-                    entries[b] = _plan_bucket(b)
-                    if bar is not None:
-                        bar.update(1)
-            finally:
-                _WORKER.clear()
+            for b in buckets:
+                entries[b] = _plan_one(problem, link_template, planner_kwargs, b)
+                if bar is not None:
+                    bar.update(1)
         else:
             context = multiprocessing.get_context('spawn')
             with concurrent.futures.ProcessPoolExecutor(

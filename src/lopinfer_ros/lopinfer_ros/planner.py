@@ -8,20 +8,40 @@ best baseline, Phase I beam search over the nodes in topological order, Phase II
 neighbourhood search (LNS) with the exact simulator, then the best of LOSS and the
 baselines (line 11), so it is never worse than the best baseline in the simulator.
 
-Decision variables (exact or harmless reductions, documented here once):
+Decision variables (exact or harmless reductions):
 
 * Input nodes are fixed at ``(width, width)``; global (atomic) nodes choose a side.
 * Cheap element-wise followers (every input has the same width and an identity
-  footprint, no input is a model input, and the node costs no more on the robot than its
-  costliest input: ReLU, BatchNorm, residual add) are *derived*: they take
+  footprint, no input is a model input, the node is no convolution or matrix product and
+  costs no more on the robot than its costliest input: ReLU, BatchNorm, residual add,
+  channel concat) are *derived*: they take
   ``(min m_u, min(max r_u, min m_u))`` of their inputs, i.e. exactly the columns both sides
   already hold (the replicated range included), which needs no transfer whenever the
   inputs agree. Choosing anything else for them only moves a small amount of work, or
   adds a transfer next to the producer that decides the split anyway.
-* Every other local node is a decision node with candidates ``{0, width, the producer's
-  split scaled by the width ratio, the transfer-free bounds, 25/50/75 % cuts}`` x
-  replication ``{0, halo, 2 x halo}`` (halo: how far a consumer's footprint reaches past
-  a cut), plus the transfer-free maximal replication and the seed's choice.
+* Every other local node is a decision node.
+
+Phase I (:meth:`_Search.beam`): candidates per decision node are the cuts ``{0, width,
+the first producer's split scaled by the width ratio, the transfer-free bounds (largest
+robot prefix / smallest server suffix computable from what each side holds), 25/50/75
+%}`` x replication ``{0, halo, 2 x halo}`` (halo: how far a consumer's footprint reaches
+past a cut; wider multiples for tensors constraint 5 keeps local), plus the
+transfer-free maximal replication and the seed's choice. Partial plans are simulated
+incrementally (:class:`~lopinfer_ros.simulator.PrefixSim`), ranked by a completion
+estimate (the best of: robot gathers and hands the rest off at the best later layer cut,
+server gathers and finishes, or both keep a share paying a message latency per remaining
+halo operator), pruned when a fluid lower bound exceeds the best baseline's makespan;
+one beam slot always follows the seed.
+
+Phase II (:meth:`_Search.lns`): anchors are decision nodes on the critical path, with
+the least slack, or next to the costliest transfers; a move revokes a neighbourhood of
+4-24 decision nodes around one (or snapped to *segment boundaries*: topological cuts no
+tensor larger than the input crosses) and repairs it: a random candidate for one node,
+one cut fraction and replication for the window, a shift, more or less replication, or
+a *segment*: a new cut at the window's end with every node before it widened (backward
+footprint closure, spec 2.4) so that each side computes its share of the window without
+transfers. Accepted only if strictly better (makespan; ties: fewer bytes, then less
+compute).
 
 Determinism: given the same problem, link and arguments the result is the same whenever
 the wall-clock ``time_budget_s`` does not bind (iteration and non-improvement limits
@@ -31,6 +51,7 @@ stop the search otherwise); ties are broken by bytes, then compute, then index o
 from __future__ import annotations
 
 import bisect
+import heapq
 import math
 import random
 import time
@@ -56,6 +77,8 @@ LOPINFER = 'lopinfer'
 BASELINES = (DEVICE_ONLY, SERVER_ONLY, LAYER_SPLIT)
 # Relative tolerance under which two makespans count as equal (float noise).
 _REL_TOL = 1e-12
+# Operators never derived from their inputs even with an identity footprint (1x1 conv).
+_HEAVY_OPS = ('conv', 'linear', 'matmul', 'mm', 'einsum')
 # Shares of the remaining work the completion estimate lets the server take.
 _ALPHAS = tuple(i / 8 for i in range(9))
 
@@ -288,7 +311,7 @@ def loss(
     max_iterations: int = 50000,
     seed: int = 0,
     transmission_pruning: bool = True,
-    neighbourhood: tuple[int, int] = (3, 16),
+    neighbourhood: tuple[int, int] = (4, 24),
     baselines: dict[str, Plan] | None = None,
 ) -> PlannedResult:
     """Plan ``problem`` for ``link`` with LOSS (spec 3.7, Algorithm 1).
@@ -357,9 +380,10 @@ def loss(
         'lns_iterations': iterations,
         'lns_accepted': accepted,
         'beam_plans': len(beam_plans),
-        'simulations': search.simulations,
+        'lns_simulations': search.simulations,
         'decision_nodes': len(search.decisions),
     }
+    stats.update({f'accepted_{kind}': count for kind, count in search.accepted_moves.items()})
     return PlannedResult(
         plan=plan,
         sim=sim,
@@ -393,10 +417,36 @@ class _Search:
         self.pruning = pruning
         self.rng = rng
         self.simulations = 0
+        self.accepted_moves: dict[str, int] = {}
         self.derived = [self._is_derived(v) for v in range(c.n)]
         self.decisions = [v for v in range(c.n) if not c.is_input[v] and not self.derived[v]]
         self.position = {v: i for i, v in enumerate(self.decisions)}
+        self._prepare_boundaries()
         self._prepare_estimates()
+
+    def _prepare_boundaries(self) -> None:
+        """Find where a segment of split nodes may begin and end.
+
+        Only the tensors crossing a segment's ends move between the sides, so good ends are
+        topological cuts crossed by no tensor larger than the model input (the only legal
+        ones under constraint 5). ``entries``: decision nodes a segment may start at;
+        ``exits``: decision nodes it may end at.
+        """
+        c = self.c
+        n = c.n
+        delta = [0] * (n + 2)
+        for u in range(n):
+            last = c.last_consumer[u]
+            if last > u and c.expansive[u]:
+                delta[u + 1] += 1
+                delta[last + 1] -= 1
+        crossing = [0] * (n + 1)  # expansive tensors crossing the cut before node k
+        count = 0
+        for k in range(n + 1):
+            count += delta[k]
+            crossing[k] = count
+        self.entries = [v for v in self.decisions if crossing[v] == 0]
+        self.exits = [v for v in self.decisions if crossing[v + 1] == 0]
 
     def _prepare_estimates(self) -> None:
         """Precompute the bandwidth-dependent tables of :meth:`_estimate`."""
@@ -452,11 +502,12 @@ class _Search:
         """Whether ``v`` is a cheap element-wise follower that inherits its inputs' columns.
 
         Not when it reads a model input (the robot holds those whole, and the server should
-        be able to take the first operator's columns) or costs more than its costliest
-        input (a pointwise convolution is worth its own decision).
+        be able to take the first operator's columns), when it is a pointwise convolution
+        or matrix product, or when it costs more than its costliest input: those are worth
+        their own decision.
         """
         c = self.c
-        if not c.elementwise[v]:
+        if not c.elementwise[v] or any(word in c.op[v].lower() for word in _HEAVY_OPS):
             return False
         producers = [u for u, _, _ in c.in_edges[v]]
         if any(c.is_input[u] for u in producers):
@@ -608,11 +659,13 @@ class _Search:
                     if self.pruning and child.exp_transfer:
                         continue
                     est, lb = self._estimate(child)
-                    if lb > bound:
+                    if i == seed_index and (m, r) == seed_mr:
+                        # The seed's own path stays even if the (approximate) incremental
+                        # simulation sees it above the bound.
+                        seed_child = child
+                    elif lb > bound:
                         continue  # cannot beat the best baseline any more
                     scored.append((est, lb, child.bytes_up + child.bytes_down, i, j, child))
-                    if i == seed_index and (m, r) == seed_mr:
-                        seed_child = child
             if not scored:
                 return []
             scored.sort(key=lambda item: item[:5])
@@ -648,20 +701,24 @@ class _Search:
         return _simulate_fast(self.c, m, r, self.link)
 
     def rederive(self, m: list[int], r: list[int], changed: set[int]) -> None:
-        """Recompute derived nodes downstream of ``changed`` (in place)."""
+        """Recompute derived nodes downstream of ``changed`` (in place, adds to it)."""
         c = self.c
-        if not changed:
-            return
-        for v in range(min(changed) + 1, c.n):
-            if not self.derived[v]:
-                continue
-            edges = c.in_edges[v]
-            if not any(u in changed for u, _, _ in edges):
-                continue
-            mr = self.derive(v, [(m[u], r[u]) for u, _, _ in edges])
+        derived = self.derived
+        heap = [w for u in changed for w, _, _ in c.out_edges[u] if derived[w]]
+        heapq.heapify(heap)
+        done = -1
+        while heap:
+            v = heapq.heappop(heap)
+            if v == done:
+                continue  # queued by several inputs
+            done = v
+            mr = self.derive(v, [(m[u], r[u]) for u, _, _ in c.in_edges[v]])
             if mr != (m[v], r[v]):
                 m[v], r[v] = mr
                 changed.add(v)
+                for w, _, _ in c.out_edges[v]:
+                    if derived[w]:
+                        heapq.heappush(heap, w)
 
     def _anchors(self, timeline) -> tuple[list[int], list[int]]:
         """Return decision nodes near low-slack events and near the costliest transfers."""
@@ -696,6 +753,20 @@ class _Search:
         return critical, heavy
 
     def _window(self, anchor: int, size: int, backward: bool) -> list[int]:
+        """Return about ``size`` decision nodes around ``anchor`` (ending there if backward).
+
+        Half of the time the window is snapped to segment boundaries instead: it ends at
+        the first exit at or after the anchor and starts at one of the few entries before.
+        """
+        if self.rng.random() < 0.5 and self.exits and self.entries:
+            j = bisect.bisect_left(self.exits, anchor)
+            last = self.exits[min(j, len(self.exits) - 1)]
+            k = bisect.bisect_right(self.entries, last)
+            if k:
+                back = min(k, 1 + int(self.rng.expovariate(0.25)))
+                first = self.entries[k - back]
+                lo, hi = self.position[first], self.position[last]
+                return self.decisions[lo : hi + 1]
         i = self.position[anchor]
         if backward:
             return self.decisions[max(0, i - size + 1) : i + 1]
@@ -704,8 +775,11 @@ class _Search:
 
     def _move(
         self, m: list[int], r: list[int], anchor: int, lo_size: int, hi_size: int
-    ) -> set[int]:
-        """Apply one random neighbourhood repair around ``anchor`` in place; return changes."""
+    ) -> tuple[str, set[int]]:
+        """Apply one random neighbourhood repair around ``anchor`` in place.
+
+        Returns the kind of move and the nodes it changed.
+        """
         c = self.c
         rng = self.rng
         size = rng.randint(lo_size, hi_size)
@@ -728,7 +802,7 @@ class _Search:
             options = [mr for mr in self.candidates(anchor, hold) if mr != (m[anchor], r[anchor])]
             if options:
                 assign(anchor, *rng.choice(options))
-            return changed
+            return 'single', changed
         window = self._window(anchor, size, backward=kind in ('closure', 'segment'))
         if kind == 'uniform':
             w = c.width[anchor]
@@ -769,18 +843,20 @@ class _Search:
                     cut = (m[v] + r[v]) // 2
                     assign(v, cut + k * c.halo[v], cut - k * c.halo[v])
         elif kind == 'segment':
-            # A new cut at the anchor, and the nodes before it widened so that each side
-            # computes its part of the whole window without transfers (only the window's
-            # entry and exit cross the link).
-            w = c.width[anchor]
-            f0 = (m[anchor] + r[anchor]) / (2 * w)
+            # A new cut at the window's end, and the nodes before it widened so that each
+            # side computes its part of the whole window without transfers (only the
+            # window's entry and exit cross the link).
+            end = window[-1]
+            w = c.width[end]
+            f0 = (m[end] + r[end]) / (2 * w)
             f = rng.choice((0.25, 0.5, 0.75, f0 + 0.125, f0 - 0.125, rng.random()))
             cut = round(min(1.0, max(0.0, f)) * w)
-            assign(anchor, cut, cut)
+            if not c.is_atomic[end]:
+                assign(end, cut, cut)
             changed |= self._closure(m, r, window)
         else:
             changed |= self._closure(m, r, window)
-        return changed
+        return kind, changed
 
     def _closure(self, m: list[int], r: list[int], window: list[int]) -> set[int]:
         """Make the window free of internal transfers by widening producers' ranges.
@@ -842,19 +918,26 @@ class _Search:
         lo_size, hi_size = neighbourhood
         timeline = _simulate_timeline(c, m, r, self.link).timeline
         critical, heavy = self._anchors(timeline)
-        non_improving = iterations = accepted = 0
+        non_improving = iterations = accepted = aimed = 0
+        stale = False
         while (
             iterations < max_iterations
             and non_improving < max_non_improving
             and time.perf_counter() < deadline
         ):
             iterations += 1
+            if stale and iterations >= aimed + 20:
+                # The critical path moved: re-aim the neighbourhoods (not after every
+                # acceptance: a timeline costs about ten simulations).
+                timeline = _simulate_timeline(c, m, r, self.link).timeline
+                critical, heavy = self._anchors(timeline)
+                aimed, stale = iterations, False
             pool = heavy if heavy and self.rng.random() < 0.4 else critical
             if not pool or self.rng.random() < 0.1:
                 pool = self.decisions
             anchor = self.rng.choice(pool)
             cand_m, cand_r = list(m), list(r)
-            changed = self._move(cand_m, cand_r, anchor, lo_size, hi_size)
+            kind, changed = self._move(cand_m, cand_r, anchor, lo_size, hi_size)
             if not changed:
                 non_improving += 1
                 continue
@@ -865,8 +948,7 @@ class _Search:
                 continue
             m, r, sim = cand_m, cand_r, cand
             accepted += 1
+            self.accepted_moves[kind] = self.accepted_moves.get(kind, 0) + 1
             non_improving = 0
-            # The critical path moved: re-aim the neighbourhoods.
-            timeline = _simulate_timeline(c, m, r, self.link).timeline
-            critical, heavy = self._anchors(timeline)
+            stale = True
         return m, r, sim, iterations, accepted

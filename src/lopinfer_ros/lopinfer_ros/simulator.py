@@ -9,11 +9,12 @@ Model (the semantics the runtime follows, see ``lopinfer_ros.problem``):
   needs is there. A side with no columns of a node spends nothing on it.
 * Each direction of the link is one FIFO: a message of ``n`` bytes occupies it for
   ``LinkModel.transfer_s(n)`` and arrives ``latency_s`` after it left.
-* Right after a side has computed ``u`` it sends at most one message per direction: the
-  union of the columns of ``u`` that the other side's consumers need and the other side
-  lacks. Up (M->R) carries R's needs inside ``[0, r_u)``; down (R->M) carries M's needs
-  inside ``[m_u, width_u)``, plus what M lacks of ``u`` when ``u`` is an output. Since
-  ``r <= m`` the sender always holds those columns.
+* Right after a side has computed ``u`` it sends at most one message per direction with
+  the columns of ``u`` that the other side's consumers need and the other side lacks, as
+  one contiguous range that reaches the receiver's own boundary (so that what a side
+  holds stays contiguous; the runtime's ``lopinfer_ros.schedule`` does the same): up
+  (M->R) carries ``[min need, r_u)``, down (R->M) ``[m_u, max need)``, where an output
+  needs all of itself on M. Since ``r <= m`` the sender always holds those columns.
 * The makespan (latency) is when the last output is whole on M.
 
 :func:`simulate` is the reference: exact, and fast enough for local search (one pass over
@@ -100,6 +101,7 @@ class Compiled:
         self.n = n
         self.width = [node.width for node in nodes]
         self.kind = [node.kind for node in nodes]
+        self.op = [node.op for node in nodes]
         self.is_input = [node.kind == INPUT for node in nodes]
         self.is_atomic = [node.kind == ATOMIC for node in nodes]
         self.col_bytes = [node.column_bytes for node in nodes]
@@ -253,8 +255,9 @@ def simulate(
 def _link_params(link: LinkModel) -> tuple[float, float, float]:
     """Return (seconds per message, seconds per byte, latency) of ``link.transfer_s``."""
     bandwidth = link.bandwidth_bytes_per_s
-    if bandwidth <= 0:
-        return math.inf, math.inf, float(link.latency_s)
+    if not bandwidth > 0:
+        # A dead link: every message takes forever (and 0 * inf never makes a NaN).
+        return math.inf, 0.0, float(link.latency_s)
     per_byte = getattr(link, 'per_byte_s', 0.0) + 1.0 / bandwidth
     per_msg = link.per_message_s + link.per_message_bytes / bandwidth
     return per_msg, per_byte, float(link.latency_s)
