@@ -125,6 +125,7 @@ def test_server_failing_mid_request_falls_back_to_local(keys, plan_dir, monkeypa
         'plan_dir': str(plan_dir),
         'device_factor': 4.0,
         'fixed_bandwidth_bytes_per_s': 2e6,
+        'plan_kind': 'server_only',  # always pushes the input (a planned split may not)
     }
     frame = _frame(3)
     with (
