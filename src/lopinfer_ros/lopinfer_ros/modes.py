@@ -143,17 +143,6 @@ class LopInferMode(OffloadMode):
         sub = getattr(model.module, attribute, None) if attribute else None
         return (sub, True) if isinstance(sub, torch.nn.Module) else (model.module, False)
 
-    def prepare(self, model_name: str, inputs: list[torch.Tensor]) -> Prepared:
-        """Capture (once per shape) and return the model's graph and plan table state."""
-        key = (model_name, tuple((tuple(t.shape), t.dtype) for t in inputs))
-        prepared = self._prepared.get(key)
-        if prepared is None:
-            module = self.context.models.get(model_name).module
-            graph = capture(module, inputs)
-            prepared = Prepared(graph, analyse(graph))
-            self._prepared[key] = prepared
-        return prepared
-
     def table_path(self, model_name: str, graph: OpGraph) -> Path:
         """Return where the plan table of ``graph`` is kept."""
         directory = Path(str(self.options['plan_dir'])).expanduser()
@@ -253,13 +242,10 @@ class LopInferMode(OffloadMode):
             return InferenceResult(outputs=outputs, mode=self.name, stats=stats)
 
     def _run_with_split_submodule(self, model, network, request, stats) -> dict:
-        captured: dict[str, Any] = {}
         original = network.forward
 
         def forward(*args: torch.Tensor) -> Any:
-            outputs = self._run_split(request.model, list(args), request, stats, network)
-            captured['graph'] = True
-            return outputs
+            return self._run_split(request.model, list(args), request, stats, network)
 
         network.forward = forward
         try:
@@ -289,17 +275,20 @@ class LopInferMode(OffloadMode):
         return prepared.graph.unflatten(outputs)
 
     def _prepare_module(self, key_name, model_name, module, inputs) -> Prepared:
-        if module is None:
-            return self.prepare(model_name, inputs)
+        """Capture (once per shape) the model, or its split submodule, as a graph."""
         key = (key_name, tuple((tuple(t.shape), t.dtype) for t in inputs))
         prepared = self._prepared.get(key)
         if prepared is None:
-            original = module.forward
-            module.forward = type(module).forward.__get__(module)
-            try:
-                graph = capture(module, inputs)
-            finally:
-                module.forward = original
+            if module is None:
+                graph = capture(self.context.models.get(model_name).module, inputs)
+            else:
+                # While a request runs, its forward is ours: record the class's own.
+                original = module.forward
+                module.forward = type(module).forward.__get__(module)
+                try:
+                    graph = capture(module, inputs)
+                finally:
+                    module.forward = original
             prepared = Prepared(graph, analyse(graph))
             self._prepared[key] = prepared
         return prepared

@@ -11,25 +11,8 @@ from torch.nn import functional as F  # noqa: N812
 
 from lopinfer_ros.graph import CaptureError, capture
 from lopinfer_ros.locality import analyse
-from lopinfer_ros.problem import Plan
 from lopinfer_ros.schedule import run_split_locally
-
-
-def _random_plan(infos, rng):
-    ms, rs = [], []
-    for info in infos:
-        if info.rule.node.op == 'input':
-            ms.append(info.width)
-            rs.append(info.width)
-        elif info.width == 1:
-            side = rng.choice([0, 1])
-            ms.append(side)
-            rs.append(side)
-        else:
-            m = rng.randint(0, info.width)
-            ms.append(m)
-            rs.append(rng.randint(0, m))
-    return Plan(tuple(ms), tuple(rs))
+from lopinfer_ros.testing import random_plan
 
 
 class _Block(nn.Module):
@@ -93,7 +76,7 @@ def test_sliced_block_chains_equal_full_execution(seed):
     expected = graph.run([x])[0]
     assert torch.equal(expected, model(x))
     for _ in range(5):
-        plan = _random_plan(infos, rng)
+        plan = random_plan(infos, rng)
         got = run_split_locally(graph, infos, plan, [x])[0]
         torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
 
@@ -171,7 +154,7 @@ def test_locality_classes():
     x = torch.randn(1, 3, 6, 10)
     expected = graph.run([x])
     for seed in range(5):
-        got = run_split_locally(graph, infos, _random_plan(infos, random.Random(seed)), [x])
+        got = run_split_locally(graph, infos, random_plan(infos, random.Random(seed)), [x])
         for a, b in zip(got, expected, strict=True):
             torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
 

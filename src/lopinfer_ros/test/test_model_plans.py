@@ -21,29 +21,13 @@ from edge_offload.models import load_model
 from lopinfer_ros.graph import capture
 from lopinfer_ros.locality import analyse
 from lopinfer_ros.plan_table import build_table
-from lopinfer_ros.problem import LinkModel, Plan
+from lopinfer_ros.problem import LinkModel
 from lopinfer_ros.profiler import build_problem, profile_graph
 from lopinfer_ros.schedule import run_split_locally
+from lopinfer_ros.testing import random_plan
 
 torch.set_num_threads(1)
 MODELS = ['kapao_s_net', 'vgg19', 'resnet152', 'densenet121', 'convnext_tiny', 'mobilenet_v2']
-
-
-def _random_plan(infos, rng):
-    ms, rs = [], []
-    for info in infos:
-        if info.rule.node.op == 'input':
-            ms.append(info.width)
-            rs.append(info.width)
-        elif info.width == 1:
-            side = rng.choice([0, 1])
-            ms.append(side)
-            rs.append(side)
-        else:
-            m = rng.randint(0, info.width)
-            ms.append(m)
-            rs.append(rng.randint(0, m))
-    return Plan(tuple(ms), tuple(rs))
 
 
 def _close(got: torch.Tensor, expected: torch.Tensor, what: str) -> None:
@@ -83,7 +67,7 @@ def test_planned_and_random_splits_equal_local(name):
         for bucket in (1, 10, 30)
     }
     rng = random.Random(name)
-    plans.update({f'random{i}': _random_plan(infos, rng) for i in range(2)})
+    plans.update({f'random{i}': random_plan(infos, rng) for i in range(2)})
     for label, plan in plans.items():
         outputs = run_split_locally(graph, infos, plan, inputs)
         for got, want in zip(outputs, expected, strict=True):

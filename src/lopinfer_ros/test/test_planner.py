@@ -25,62 +25,16 @@ from lopinfer_ros.problem import (
     ATOMIC,
     INPUT,
     LOCAL,
-    CostCurve,
     LinkModel,
     Plan,
-    PlanNode,
     PlanProblem,
 )
 from lopinfer_ros.simulator import check_plan, simulate, synthetic_problem
+from lopinfer_ros.testing import Builder, conv, ident
 
 MS = 1e-3
 # Small budgets: the tests check properties, not how far a long search gets.
 FAST = {'time_budget_s': 5.0, 'max_non_improving': 150, 'max_iterations': 1500}
-
-
-def linear(width: int, seconds: float) -> CostCurve:
-    if width == 1:
-        return CostCurve((1,), (seconds,))
-    return CostCurve((1, width), (seconds / width, seconds))
-
-
-def conv(width_in: int, width_out: int, k: int = 3, stride: int = 1) -> list[tuple[int, int]]:
-    pad = k // 2
-    return [
-        (max(0, j * stride - pad), min(width_in, j * stride - pad + k)) for j in range(width_out)
-    ]
-
-
-def ident(width: int) -> list[tuple[int, int]]:
-    return [(j, j + 1) for j in range(width)]
-
-
-class Builder:
-    def __init__(self) -> None:
-        self.nodes: list[PlanNode] = []
-
-    def add(self, kind, width, inputs=(), needs=(), col_bytes=100, dev=0.0, srv=0.0):
-        lo = tuple(tuple(a for a, _ in need) for need in needs)
-        hi = tuple(tuple(b for _, b in need) for need in needs)
-        self.nodes.append(
-            PlanNode(
-                f'n{len(self.nodes)}',
-                kind,
-                kind,
-                width,
-                tuple(inputs),
-                lo,
-                hi,
-                col_bytes,
-                linear(width, dev),
-                linear(width, srv),
-            )
-        )
-        return len(self.nodes) - 1
-
-    def problem(self, outputs, model='test') -> PlanProblem:
-        input_bytes = sum(n.column_bytes * n.width for n in self.nodes if n.kind == INPUT)
-        return PlanProblem(model, 'hash-' + model, tuple(self.nodes), tuple(outputs), input_bytes)
 
 
 def random_problem(rng: random.Random, size: int) -> PlanProblem:

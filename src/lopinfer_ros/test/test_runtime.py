@@ -15,6 +15,7 @@ from lopinfer_ros.locality import analyse
 from lopinfer_ros.problem import Plan
 from lopinfer_ros.runtime import LopAbortedError, Mailbox, Sender, SideRunner, expected_receives
 from lopinfer_ros.schedule import ROBOT, SERVER, make_schedule
+from lopinfer_ros.testing import random_plan
 
 
 def _net():
@@ -30,23 +31,6 @@ def _net():
         nn.Flatten(),
         nn.Linear(4, 3),
     ).eval()
-
-
-def _random_plan(infos, rng):
-    ms, rs = [], []
-    for info in infos:
-        if info.rule.node.op == 'input':
-            ms.append(info.width)
-            rs.append(info.width)
-        elif info.width == 1:
-            side = rng.choice([0, 1])
-            ms.append(side)
-            rs.append(side)
-        else:
-            m = rng.randint(0, info.width)
-            ms.append(m)
-            rs.append(rng.randint(0, m))
-    return Plan(tuple(ms), tuple(rs))
 
 
 def _run_both(graph, infos, plan, x, *, fail_server_at=None, deadline_s=10.0):
@@ -106,7 +90,7 @@ def test_threaded_sides_match_the_whole_graph(seed):
     graph = capture(model, [x])
     infos = analyse(graph)
     expected = graph.run([x])[0]
-    plan = _random_plan(infos, random.Random(seed))
+    plan = random_plan(infos, random.Random(seed))
     (got,), robot_stats, server_stats = _run_both(graph, infos, plan, x)
     torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-6)
     schedule = make_schedule(graph, infos, plan)

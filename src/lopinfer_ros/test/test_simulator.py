@@ -17,7 +17,6 @@ from lopinfer_ros.problem import (
     CostCurve,
     LinkModel,
     Plan,
-    PlanNode,
     PlanProblem,
 )
 from lopinfer_ros.simulator import (
@@ -29,58 +28,9 @@ from lopinfer_ros.simulator import (
     simulate,
     synthetic_problem,
 )
+from lopinfer_ros.testing import Builder, conv, ident
 
 MS = 1e-3
-
-
-def linear(width: int, seconds: float) -> CostCurve:
-    """Return a curve that costs ``seconds * k / width`` for ``k`` columns."""
-    if width == 1:
-        return CostCurve((1,), (seconds,))
-    return CostCurve((1, width), (seconds / width, seconds))
-
-
-def conv(width_in: int, width_out: int, k: int = 3, stride: int = 1) -> list[tuple[int, int]]:
-    pad = k // 2
-    return [
-        (max(0, j * stride - pad), min(width_in, j * stride - pad + k)) for j in range(width_out)
-    ]
-
-
-def ident(width: int) -> list[tuple[int, int]]:
-    return [(j, j + 1) for j in range(width)]
-
-
-class Builder:
-    """Builds a PlanProblem node by node (needs as (lo, hi) per output column)."""
-
-    def __init__(self) -> None:
-        self.nodes: list[PlanNode] = []
-
-    def add(self, kind, width, inputs=(), needs=(), col_bytes=100, dev=0.0, srv=0.0, op=None):
-        lo = tuple(tuple(a for a, _ in need) for need in needs)
-        hi = tuple(tuple(b for _, b in need) for need in needs)
-        name = f'n{len(self.nodes)}'
-        self.nodes.append(
-            PlanNode(
-                name,
-                op or kind,
-                kind,
-                width,
-                tuple(inputs),
-                lo,
-                hi,
-                col_bytes,
-                linear(width, dev),
-                linear(width, srv),
-            )
-        )
-        return len(self.nodes) - 1
-
-    def problem(self, outputs, input_bytes=None, model='test') -> PlanProblem:
-        if input_bytes is None:
-            input_bytes = sum(n.column_bytes * n.width for n in self.nodes if n.kind == INPUT)
-        return PlanProblem(model, 'hash-' + model, tuple(self.nodes), tuple(outputs), input_bytes)
 
 
 def tiny() -> PlanProblem:
