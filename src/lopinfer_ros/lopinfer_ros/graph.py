@@ -11,6 +11,11 @@ Python code, operator by operator, on slices.
 A graph holds for one input shape (a plan is per shape anyway). Programs whose flow
 depends on tensor values (``item``, ``bool``, ``nonzero``, in-place writes into inputs)
 cannot be recorded this way: ``capture`` refuses them with ``CaptureError`` saying where.
+
+Such a part can still be kept if it is a submodule whose class sets ``lopinfer_opaque =
+True`` (a post-processing step such as NMS): it is recorded as ONE opaque node that calls
+the submodule, runs whole on one side and may return a tensor of data-dependent shape
+(the graph records the example's shape, which only sizes the planner's estimate).
 """
 
 from __future__ import annotations
@@ -57,6 +62,9 @@ class OpNode:
     inputs: tuple[int, ...]
     shape: tuple[int, ...]
     dtype: torch.dtype
+    # Its shape depends on the data (an opaque node or a consumer of one): ``shape`` is
+    # the example's, and the graph hash counts only its rank.
+    dynamic: bool = False
 
     @property
     def nbytes(self) -> int:
@@ -177,9 +185,18 @@ def _out_of_place(func: Callable[..., Any]) -> Callable[..., Any]:
     return func
 
 
+OPAQUE_ATTRIBUTE = 'lopinfer_opaque'
+
+
+def is_opaque(module: Any) -> bool:
+    """Return True for a submodule that is recorded as one opaque operator."""
+    return isinstance(module, nn.Module) and bool(getattr(type(module), OPAQUE_ATTRIBUTE, False))
+
+
 class _Recorder(TorchFunctionMode):
     def __init__(self, inputs: Sequence[torch.Tensor]) -> None:
         super().__init__()
+        self.suspended = 0  # > 0 while an opaque submodule runs
         self.nodes: list[OpNode] = []
         self.constants: list[torch.Tensor] = []
         self._node_of: dict[int, int] = {}
@@ -190,8 +207,19 @@ class _Recorder(TorchFunctionMode):
 
     def _add_node(self, op, func, args, kwargs, inputs, tensor) -> None:
         index = len(self.nodes)
+        dynamic = op.startswith('opaque:') or any(self.nodes[i].dynamic for i in inputs)
         self.nodes.append(
-            OpNode(index, op, func, args, kwargs, inputs, tuple(tensor.shape), tensor.dtype)
+            OpNode(
+                index,
+                op,
+                func,
+                args,
+                kwargs,
+                inputs,
+                tuple(tensor.shape),
+                tensor.dtype,
+                dynamic,
+            )
         )
         self._node_of[id(tensor)] = index
         self._keep.append(tensor)
@@ -227,10 +255,30 @@ class _Recorder(TorchFunctionMode):
             return value, False
         raise CaptureError(f'cannot record an argument of type {type(value).__name__}')
 
+    def record_opaque(self, module: nn.Module, args: tuple, kwargs: dict, result: Any) -> Any:
+        """Record a call of an opaque submodule as one node."""
+        if self.suspended:
+            return result  # nested inside another opaque module
+        inputs: list[int] = []
+        template_args, live_args = self._template(args, inputs)
+        template_kwargs, live_kwargs = self._template(kwargs, inputs)
+        if not (live_args or live_kwargs):
+            return result  # computed from constants only; its ops were folded
+        if not isinstance(result, torch.Tensor):
+            raise CaptureError(
+                f'opaque module {type(module).__name__} must return one tensor, '
+                f'got {type(result).__name__}'
+            )
+        op = f'opaque:{type(module).__name__}'
+        self._add_node(op, module, template_args, template_kwargs, tuple(inputs), result)
+        return result
+
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = dict(kwargs or {})
         name = getattr(func, '__name__', '')
         result = func(*args, **kwargs)
+        if self.suspended:
+            return result
         if name in _METADATA or not (
             isinstance(result, torch.Tensor)
             or any(isinstance(x, torch.Tensor) for x in pytree.tree_leaves(result))
@@ -272,6 +320,20 @@ class _Recorder(TorchFunctionMode):
         return result
 
 
+def _recording_forward(module: nn.Module, recorder: _Recorder) -> Callable[..., Any]:
+    forward = type(module).forward.__get__(module)
+
+    def recorded(*args: Any, **kwargs: Any) -> Any:
+        recorder.suspended += 1
+        try:
+            result = forward(*args, **kwargs)
+        finally:
+            recorder.suspended -= 1
+        return recorder.record_opaque(module, args, kwargs, result)
+
+    return recorded
+
+
 def _drop_positional_inplace(op: str, args: tuple) -> tuple:
     # F.hardtanh(x, min, max, inplace) and F.dropout(x, p, training, inplace) pass it last.
     positions = {'hardtanh': 3, 'dropout': 3, 'relu': 1, 'relu6': 1, 'leaky_relu': 2}
@@ -284,8 +346,9 @@ def _drop_positional_inplace(op: str, args: tuple) -> tuple:
 def _structure_hash(graph: OpGraph) -> str:
     digest = hashlib.sha256()
     for node in graph.nodes:
+        shape = ('dynamic', len(node.shape)) if node.dynamic else node.shape
         digest.update(
-            repr((node.op, node.shape, str(node.dtype), node.inputs, _plain(node.args))).encode()
+            repr((node.op, shape, str(node.dtype), node.inputs, _plain(node.args))).encode()
         )
     for tensor in graph.constants:
         digest.update(repr((tuple(tensor.shape), str(tensor.dtype))).encode())
@@ -307,8 +370,19 @@ def capture(module: nn.Module | Callable[..., Any], inputs: Sequence[torch.Tenso
     """Record ``module(*inputs)`` as an ``OpGraph`` (the module is run once, no grad)."""
     inputs = [tensor.detach() for tensor in inputs]
     recorder = _Recorder(inputs)
-    with torch.inference_mode(), recorder:
-        result = module(*inputs)
+    opaque = [m for m in module.modules() if is_opaque(m)] if isinstance(module, nn.Module) else []
+    patched = [(submodule, submodule.__dict__.get('forward')) for submodule in opaque]
+    for submodule in opaque:
+        submodule.forward = _recording_forward(submodule, recorder)
+    try:
+        with torch.inference_mode(), recorder:
+            result = module(*inputs)
+    finally:
+        for submodule, previous in patched:
+            if previous is None:
+                del submodule.forward  # back to the class's forward
+            else:
+                submodule.forward = previous
     leaves, spec = pytree.tree_flatten(result)
     outputs = []
     for leaf in leaves:

@@ -649,6 +649,15 @@ class AdaptivePoolRule(BlockRule):
         return self.node.func(args[0], tuple(size))
 
 
+class PadRule(ElementwiseRule):
+    """``F.pad`` that leaves the split axis alone is column-wise (letterbox padding).
+
+    Padding the split axis changes its width, which the shared width check refuses.
+    """
+
+    data_only = True
+
+
 class InterpolateRule(BlockRule):
     """Nearest upsampling by an integer factor: output column j reads input j // f."""
 
@@ -750,6 +759,7 @@ RULES.update(
         'adaptive_avg_pool2d': AdaptivePoolRule,
         'adaptive_max_pool2d': AdaptivePoolRule,
         'interpolate': InterpolateRule,
+        'pad': PadRule,
     }
 )
 

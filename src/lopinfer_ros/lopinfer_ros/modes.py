@@ -76,8 +76,9 @@ DEFAULT_OPTIONS: dict[str, Any] = {
     'fixed_bandwidth_bytes_per_s': 0.0,
     # Used until the link monitor has an estimate (bytes/s).
     'default_bandwidth_bytes_per_s': 10e6,
-    # Submodule to split when the whole model is not a static graph (KAPAO's NMS).
-    'network_attribute': 'net',
+    # Split only this submodule and run the rest on the robot; empty: the whole model.
+    # (KAPAO splits whole: its NMS is an opaque node that runs on one side.)
+    'network_attribute': '',
     'planner_workers': 2,
     # Run another column of the table instead (benchmarks: device_only, server_only).
     'plan_kind': '',

@@ -188,3 +188,85 @@ def test_inplace_ops_are_recorded_out_of_place():
     graph = capture(model, [x])
     assert [n.op for n in graph.nodes] == ['input', 'conv2d', 'relu', 'add']
     torch.testing.assert_close(graph.run([x])[0], model(x))
+
+
+class _KeepPositive(nn.Module):
+    """A value-dependent step (boolean mask: data-dependent output size)."""
+
+    lopinfer_opaque = True
+
+    def forward(self, scores):
+        flat = scores.flatten()
+        return flat[flat > 0][:, None] * 2
+
+
+class _ConvThenSelect(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 2, 3, padding=1)
+        self.select = _KeepPositive()
+
+    def forward(self, image):
+        x = F.pad(image.float(), (0, 0, 2, 1), value=114.0) / 255.0  # letterbox rows only
+        kept = self.select(self.conv(x))
+        return kept[:, 0] + 1
+
+
+def test_opaque_submodule_is_one_atomic_node_with_data_dependent_output():
+    model = _ConvThenSelect().eval()
+    image = torch.randint(0, 256, (1, 3, 6, 10), dtype=torch.uint8)
+    graph = capture(model, [image])
+    infos = analyse(graph)
+    ops = [node.op for node in graph.nodes]
+    assert ops[:6] == ['input', 'float', 'pad', 'div', 'conv2d', 'opaque:_KeepPositive']
+    by_op = {node.op: info for node, info in zip(graph.nodes, infos, strict=True)}
+    assert by_op['pad'].split == 3  # rows padded, not columns
+    assert by_op['conv2d'].split == 3
+    assert by_op['opaque:_KeepPositive'].atomic
+    # The recorded graph runs the submodule itself: another input, another output size.
+    other = torch.randint(0, 256, (1, 3, 6, 10), dtype=torch.uint8)
+    for x in (image, other):
+        expected = model(x)
+        torch.testing.assert_close(graph.run([x])[0], expected, rtol=0, atol=0)
+        for seed in range(4):
+            plan = random_plan(infos, random.Random(seed))
+            got = run_split_locally(graph, infos, plan, [x])[0]
+            assert got.shape == expected.shape
+            torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
+    # The output size depends on the data, so the graph hash does not: both sides agree.
+    again = capture(model, [torch.zeros_like(image)])
+    assert again.nodes[5].shape != graph.nodes[5].shape
+    assert again.hash == graph.hash
+    assert again.nodes[5].dynamic
+    assert not again.nodes[4].dynamic
+    # Capture restores the submodule's own forward.
+    assert 'forward' not in model.select.__dict__
+
+
+def test_padding_the_split_axis_is_a_barrier():
+    class PadColumns(nn.Module):
+        def forward(self, x):
+            return F.pad(x, (1, 2)) * 2
+
+    graph = capture(PadColumns(), [torch.randn(1, 3, 4, 6)])
+    infos = analyse(graph)
+    assert [(n.op, i.atomic) for n, i in zip(graph.nodes, infos, strict=True)][1] == ('pad', True)
+
+
+def test_opaque_module_must_return_one_tensor():
+    class Pair(nn.Module):
+        lopinfer_opaque = True
+
+        def forward(self, x):
+            return x[x > 0], x
+
+    class Outer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.pair = Pair()
+
+        def forward(self, x):
+            return self.pair(x * 2)[0]
+
+    with pytest.raises(CaptureError, match='must return one tensor'):
+        capture(Outer(), [torch.randn(1, 3, 4, 4)])

@@ -18,6 +18,7 @@ import pytest
 import torch
 
 from edge_offload.models import load_model
+from edge_offload.zoo.kapao import KapaoPeople, KapaoPostprocessConfig
 from lopinfer_ros.graph import capture
 from lopinfer_ros.locality import analyse
 from lopinfer_ros.plan_table import build_table
@@ -72,3 +73,48 @@ def test_planned_and_random_splits_equal_local(name):
         outputs = run_split_locally(graph, infos, plan, inputs)
         for got, want in zip(outputs, expected, strict=True):
             _close(got, want, f'{name} {label}')
+
+
+def test_kapao_people_pipeline_splits_equal_local():
+    """The whole people pipeline: uint8 camera image, letterbox, net, NMS as one node.
+
+    Biases are raised so that random weights yield people (shapes and equality only, not
+    detections): the NMS step must then see the same prediction on every plan.
+    """
+    torch.manual_seed(0)
+    people = KapaoPeople('s', input_size=320, config=KapaoPostprocessConfig(max_det=10)).eval()
+    with torch.no_grad():
+        for head in people.net.model[-1].m:
+            head.bias.view(3, 57)[:, 4:6] += 20.0
+    generator = torch.Generator().manual_seed(1)
+    image = torch.randint(0, 256, (1, 3, 240, 320), generator=generator, dtype=torch.uint8)
+    graph = capture(people, [image])
+    infos = analyse(graph)
+    ops = [node.op for node in graph.nodes]
+    assert ops[:4] == ['input', 'float', 'pad', 'div']
+    assert ops.count('opaque:KapaoPostprocess') == 1
+    with torch.inference_mode():
+        expected = people(image)
+    assert expected[0].shape[0] >= 1
+    profile = profile_graph(graph, infos, [image], repeats=1)
+    problem = build_problem('kapao_s', graph, infos, profile, device_factor=19.0)
+    assert problem.input_bytes == image.numel()  # the robot sends uint8 pixels
+    table = build_table(
+        problem,
+        LinkModel(bandwidth_bytes_per_s=1e6),
+        buckets=[1, 10],
+        workers=1,
+        progress=False,
+        device_factor=19.0,
+        time_budget_s=0.3,
+    )
+    plans = {
+        f'{kind}@{b}': table.plan(kind, b) for kind in ('lopinfer', 'layer_split') for b in (1, 10)
+    }
+    rng = random.Random('kapao_s')
+    plans.update({f'random{i}': random_plan(infos, rng) for i in range(2)})
+    for label, plan in plans.items():
+        got = graph.unflatten(run_split_locally(graph, infos, plan, [image]))
+        assert [t.shape for t in got] == [t.shape for t in expected], label
+        for a, b, what in zip(got, expected, ('boxes', 'scores', 'keypoints'), strict=True):
+            _close(a, b, f'kapao_s {label} {what}')

@@ -163,3 +163,58 @@ def test_server_refuses_a_plan_of_another_graph(keys, plan_dir):
     )
     with pytest.raises(protocol.ProtocolError, match='graph hash mismatch'):
         mode.handle(state, call)
+
+
+def test_kapao_people_pipeline_splits_whole_with_nms_on_one_side(keys, tmp_path):
+    """KAPAO-S from the uint8 image to people, NMS included, over sockets.
+
+    The server captures its graph on a zero image, whose people count differs from the
+    robot's frame: the graph hash must not depend on it. server_only runs NMS on the
+    server, so only the packed people come back, not the 5.8 MB dense prediction.
+    """
+    name = 'kapao_s'
+    model = load_model(name)
+    generator = torch.Generator().manual_seed(5)
+    frame = {'image': torch.randint(0, 256, (1, 3, 480, 640), generator=generator).byte()}
+    graph = capture(model.module, [frame['image']])
+    assert sum(node.op == 'opaque:KapaoPostprocess' for node in graph.nodes) == 1
+    table = make_plan_table(
+        name,
+        graph,
+        analyse(graph),
+        [frame['image']],
+        device_factor=2.0,
+        workers=1,
+        buckets=[8],
+        time_budget_s=0.3,
+    )
+    mode = LopInferMode.__new__(LopInferMode)
+    mode.options = {'plan_dir': str(tmp_path)}
+    table.save(mode.table_path(name, graph))
+    expected = model(frame)
+    config = ServerConfig(
+        endpoint='tcp://127.0.0.1:0',
+        models=[name],
+        modes=['lopinfer'],
+        secret_key_file=str(keys.server_secret),
+        authorized_clients_dir=str(keys.authorized_clients_dir),
+    )
+    for kind in ('server_only', 'lopinfer'):
+        server = EdgeServer(config)
+        options = {
+            'plan_dir': str(tmp_path),
+            'device_factor': 2.0,
+            'fixed_bandwidth_bytes_per_s': 8e6,
+            'plan_kind': kind,
+        }
+        with server, _offloader(keys, server.endpoint, 'lopinfer', **options) as offloader:
+            assert offloader.client.wait_connected(5.0)
+            outcome = offloader.infer(name, frame)
+        assert not outcome.fell_back, outcome.fallback_reason
+        for key, want in expected.items():
+            got = outcome.outputs[key]
+            assert got.shape == want.shape, key
+            torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-3)
+        if kind == 'server_only':
+            assert outcome.stats.bytes_up >= frame['image'].nbytes
+            assert outcome.stats.bytes_down < 100_000

@@ -720,6 +720,44 @@ def letterbox_shape(
     return (new_h, new_w), (left, right, top, bottom)
 
 
+class KapaoPostprocess(nn.Module):
+    """``kapao_postprocess`` as a module that returns one packed tensor.
+
+    ``forward`` returns ``(N, 4 + 1 + 3K)``: box xyxy, score and K keypoints [x, y, score]
+    per person (``unpack`` splits it). Its flow depends on the scores (thresholds, NMS),
+    so graph capture (LOPInfer) records it as one opaque operator that runs whole on one
+    side: the side holding the dense prediction sends a few KB of people instead.
+    """
+
+    lopinfer_opaque = True
+
+    def __init__(
+        self, config: KapaoPostprocessConfig | None = None, num_keypoints: int = COCO_KEYPOINTS
+    ) -> None:
+        super().__init__()
+        self.config = config or KapaoPostprocessConfig()
+        self.num_keypoints = num_keypoints
+
+    def forward(
+        self,
+        prediction: torch.Tensor,
+        input_shape: Sequence[int],
+        original_shape: Sequence[int] | None = None,
+    ) -> torch.Tensor:
+        boxes, scores, keypoints = kapao_postprocess(
+            prediction, input_shape, original_shape, self.config, self.num_keypoints
+        )
+        return torch.cat((boxes, scores[:, None], keypoints.flatten(1)), 1)
+
+    def unpack(self, packed: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Return ``(boxes (N, 4), scores (N,), keypoints (N, K, 3))`` of a packed tensor."""
+        return (
+            packed[:, :4].contiguous(),
+            packed[:, 4].contiguous(),
+            packed[:, 5:].reshape(-1, self.num_keypoints, 3),
+        )
+
+
 class KapaoPeople(nn.Module):
     """KAPAO people detector: uint8 RGB image in, people out.
 
@@ -744,9 +782,14 @@ class KapaoPeople(nn.Module):
                 f'input_size must be a positive multiple of {MAX_STRIDE}, got {input_size}'
             )
         self.net = KapaoNet(variant, num_keypoints)
+        self.postprocess = KapaoPostprocess(config, num_keypoints)
         self.input_size = input_size
-        self.config = config or KapaoPostprocessConfig()
         self.auto = auto
+
+    @property
+    def config(self) -> KapaoPostprocessConfig:
+        """The post-processing thresholds."""
+        return self.postprocess.config
 
     def forward(self, image: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         if image.dtype != torch.uint8 or image.dim() != 4 or image.shape[:2] != (1, 3):
@@ -764,13 +807,8 @@ class KapaoPeople(nn.Module):
             x = x.round().clamp(0, 255)  # cv2.resize of a uint8 image yields uint8
         x = F.pad(x, pad, value=float(PAD_VALUE)) / 255.0
         prediction = self.net(x)
-        return kapao_postprocess(
-            prediction,
-            x.shape[-2:],
-            (height, width),
-            self.config,
-            self.net.num_keypoints,
-        )
+        packed = self.postprocess(prediction, tuple(x.shape[-2:]), (height, width))
+        return self.postprocess.unpack(packed)
 
 
 def _people_spec(variant: str) -> ModelSpec:
