@@ -98,6 +98,43 @@ def test_threaded_sides_match_the_whole_graph(seed):
     assert robot_stats.emulated_wait_s > 0 or not any(b > a for a, b in schedule.robot[1:])
 
 
+class _Positive(nn.Module):
+    lopinfer_opaque = True
+
+    def forward(self, x):
+        flat = x.flatten()
+        return flat[flat > 0]
+
+
+class _ConvPositive(nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(1)
+        self.conv = nn.Conv2d(3, 2, 3, padding=1)
+        self.positive = _Positive()
+
+    def forward(self, x):
+        return self.positive(self.conv(x)) * 2
+
+
+def test_data_dependent_sizes_cross_the_link_between_frames():
+    """The graph is captured on one frame; later frames keep fewer or more values."""
+    model = _ConvPositive().eval()
+    graph = capture(model, [torch.randn(1, 3, 8, 12)])
+    infos = analyse(graph)
+    opaque = next(n.index for n in graph.nodes if n.op.startswith('opaque:'))
+    for seed in range(6):
+        plan = random_plan(infos, random.Random(seed))
+        m, r = list(plan.m), list(plan.r)
+        m[opaque] = r[opaque] = seed % 2  # NMS-like step on the robot, then on the server
+        m[-1] = r[-1] = 1 - seed % 2  # its consumer on the other side
+        x = torch.randn(1, 3, 8, 12)
+        (got,), _, _ = _run_both(graph, infos, Plan(tuple(m), tuple(r)), x)
+        expected = model(x)
+        assert got.shape == expected.shape
+        torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-6)
+
+
 def test_server_failure_aborts_the_robot_with_a_reason():
     model = _net()
     x = torch.randn(1, 3, 20, 36)
