@@ -29,6 +29,7 @@ closes the connection. ``autostart`` does configure + activate at start-up.
 from __future__ import annotations
 
 import functools
+import logging
 import math
 import queue
 import sys
@@ -53,7 +54,13 @@ from edge_offload.client import ClientConfig
 from edge_offload.image_convert import ImageFormatError, image_to_tensor
 from edge_offload.keys import KeyFileError
 from edge_offload.models import UnknownModelError, model_spec
-from edge_offload.modes.base import ErrorCode, OffloadError, Stage, available_modes
+from edge_offload.modes.base import (
+    ErrorCode,
+    OffloadError,
+    Stage,
+    available_modes,
+    load_mode_class,
+)
 from edge_offload.ros_logging import forward_python_logging
 from edge_offload.ros_node_main import run_lifecycle_node
 from edge_offload.ros_params import ParamSpec, declare_parameters, parameter_values
@@ -61,6 +68,7 @@ from edge_offload.tensor_blob import TensorBlobError, from_tensor_blob, to_tenso
 from offload_interfaces.action import Offload
 from offload_interfaces.msg import LinkState
 
+_logger = logging.getLogger('edge_offload')
 _KEYS = '~/.local/share/edge_offload/keys'
 PARAMETERS = (
     ParamSpec('server_endpoint', 'tcp://127.0.0.1:5555', 'Edge server endpoint to connect to'),
@@ -89,6 +97,30 @@ PARAMETERS = (
     ParamSpec('diagnostics_period_s', 1.0, 'Diagnostics publishing period', 0.05, 60.0),
     ParamSpec('autostart', False, 'Configure and activate at start-up', read_only=True),
 )
+
+
+def mode_option_parameters() -> tuple[ParamSpec, ...]:
+    """Return ``<mode>.<option>`` parameters for every registered mode's options."""
+    specs = []
+    for name in available_modes():
+        try:
+            options = load_mode_class(name).option_specs
+        except Exception as error:  # noqa: BLE001 - a broken plug-in must not stop the bridge
+            _logger.warning('mode %s: options not declared: %s', name, error)
+            continue
+        specs.extend(
+            ParamSpec(
+                f'{name}.{option.name}',
+                option.default,
+                f'{name} mode: {option.description}',
+                option.min_value,
+                option.max_value,
+            )
+            for option in options
+        )
+    return tuple(specs)
+
+
 # Parameters applied at once; the others take effect at the next configure.
 _RUNTIME_PARAMETERS = frozenset({'mode', 'fallback_to_local'})
 
@@ -109,6 +141,8 @@ class OffloadBridgeNode(LifecycleNode):
     def __init__(self, **kwargs) -> None:
         super().__init__('offload_bridge', **kwargs)
         declare_parameters(self, PARAMETERS)
+        self._mode_parameters = mode_option_parameters()
+        declare_parameters(self, self._mode_parameters)
         # The robot-side parts: offloader, client, keys, modes (their logger is 'edge_offload').
         forward_python_logging(
             self, ('edge_offload', 'edge_offload.api', 'edge_offload.client', 'edge_offload.keys')
@@ -157,6 +191,10 @@ class OffloadBridgeNode(LifecycleNode):
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Connect to the server (in the background) and warm up the local models."""
         values = parameter_values(self, PARAMETERS)
+        mode_options: dict[str, dict] = {}
+        for name, value in parameter_values(self, self._mode_parameters).items():
+            mode, option = name.split('.', 1)
+            mode_options.setdefault(mode, {})[option] = value
         try:
             client_config = ClientConfig(
                 endpoint=values['server_endpoint'],
@@ -177,6 +215,7 @@ class OffloadBridgeNode(LifecycleNode):
                     client=client_config,
                     local_models=values['models'],
                     link_window_s=values['link_window_s'],
+                    mode_options=mode_options,
                 )
             )
         except (ValueError, KeyError, KeyFileError) as error:

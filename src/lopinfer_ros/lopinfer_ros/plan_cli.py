@@ -98,7 +98,14 @@ def main(argv: list[str] | None = None) -> int:
         f'{[list(t.shape) for t in inputs]}, graph {graph.hash}'
     )
     started = time.monotonic()
-    profile = profile_graph(graph, infos, inputs, repeats=args.repeats, progress=True)
+    profile = profile_graph(
+        graph,
+        infos,
+        inputs,
+        repeats=args.repeats,
+        progress=True,
+        device_factor=args.device_factor,
+    )
     profiled = time.monotonic() - started
     started = time.monotonic()
     table = make_plan_table(

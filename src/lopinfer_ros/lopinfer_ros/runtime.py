@@ -139,6 +139,8 @@ class RunStats:
     bytes_sent: int = 0
     slices_sent: int = 0
     events: list[tuple[str, int, float, float]] = field(default_factory=list)
+    # Kernel time per computed node (the emulated wait excluded).
+    compute_by_node: dict[int, float] = field(default_factory=dict)
 
 
 class SideRunner:
@@ -194,6 +196,7 @@ class SideRunner:
                 out = run_slice(graph, self.infos, node, self._held, first, end)
                 elapsed = time.perf_counter() - started
                 self.stats.compute_s += elapsed
+                self.stats.compute_by_node[node.index] = elapsed
                 if self.slowdown > 1.0:
                     wait = (self.slowdown - 1.0) * elapsed
                     time.sleep(wait)

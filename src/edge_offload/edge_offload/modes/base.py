@@ -169,6 +169,17 @@ class ModeContext:
     options: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class ModeOption:
+    """One tunable of a mode: the bridge declares it as the parameter ``<mode>.<name>``."""
+
+    name: str
+    default: bool | int | float | str
+    description: str
+    min_value: float | None = None
+    max_value: float | None = None
+
+
 class OffloadMode(abc.ABC):
     """Robot half of an offloading mode."""
 
@@ -176,6 +187,8 @@ class OffloadMode(abc.ABC):
     name: ClassVar[str] = ''
     #: False for modes that never contact the server (``local``).
     uses_server: ClassVar[bool] = True
+    #: Options read from ``ModeContext.options[name]``, with defaults and ranges.
+    option_specs: ClassVar[tuple[ModeOption, ...]] = ()
 
     def __init__(self, context: ModeContext) -> None:
         self.context = context
