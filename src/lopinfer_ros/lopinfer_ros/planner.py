@@ -43,9 +43,11 @@ footprint closure, spec 2.4) so that each side computes its share of the window 
 transfers. Accepted only if strictly better (makespan; ties: fewer bytes, then less
 compute).
 
-Determinism: given the same problem, link and arguments the result is the same whenever
-the wall-clock ``time_budget_s`` does not bind (iteration and non-improvement limits
-stop the search otherwise); ties are broken by bytes, then compute, then index order.
+Determinism: Phase II stops on iteration counts (``max_iterations``, or
+``max_non_improving`` rejections in a row), not on the clock, so the same problem, link
+and arguments give the same plan on any machine; ties are broken by bytes, then compute,
+then index order. A wall-clock ``time_budget_s`` can be set as well (the paper's tau);
+when it binds, the result depends on the machine's speed.
 """
 
 from __future__ import annotations
@@ -306,9 +308,9 @@ def loss(
     link: LinkModel,
     *,
     beam_width: int = 8,
-    time_budget_s: float = 1.5,
+    time_budget_s: float | None = None,
     max_non_improving: int = 2000,
-    max_iterations: int = 50000,
+    max_iterations: int = 12000,
     seed: int = 0,
     transmission_pruning: bool = True,
     neighbourhood: tuple[int, int] = (4, 24),
@@ -316,8 +318,9 @@ def loss(
 ) -> PlannedResult:
     """Plan ``problem`` for ``link`` with LOSS (spec 3.7, Algorithm 1).
 
-    ``beam_width``: partial plans kept per step of Phase I. ``time_budget_s``: wall-clock
-    budget of Phase II (tau). ``max_non_improving``: Phase II stops after this many
+    ``beam_width``: partial plans kept per step of Phase I. ``time_budget_s``: optional wall-clock
+    budget of Phase II (tau; None: none, the default, for machine-independent plans).
+    ``max_non_improving``: Phase II stops after this many
     consecutive rejected neighbourhoods (K); ``max_iterations`` caps it in all. ``seed``
     drives the neighbourhood choice. ``transmission_pruning``: the search never sends a
     tensor larger than the model input across the link (constraint 5); baselines may, and
@@ -360,7 +363,7 @@ def loss(
             start[0],
             start[1],
             start_sim,
-            deadline=time.perf_counter() + time_budget_s,
+            deadline=math.inf if time_budget_s is None else time.perf_counter() + time_budget_s,
             max_non_improving=max_non_improving,
             max_iterations=max_iterations,
             neighbourhood=neighbourhood,

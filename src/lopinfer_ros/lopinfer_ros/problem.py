@@ -81,6 +81,10 @@ class CostCurve:
         """Return this curve with every time multiplied by ``factor``."""
         return CostCurve(self.columns, tuple(s * factor for s in self.seconds))
 
+    def plus(self, seconds: float) -> CostCurve:
+        """Return this curve with ``seconds`` added at every width (a fixed overhead)."""
+        return CostCurve(self.columns, tuple(s + seconds for s in self.seconds))
+
 
 @dataclass(frozen=True)
 class PlanNode:

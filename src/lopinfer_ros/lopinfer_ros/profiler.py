@@ -18,6 +18,12 @@ about 1.3x slower for KAPAO-S (1.5x at the median operator; small kernels suffer
 So with ``device_factor`` > 1 the profile also times the whole graph as the robot runs
 it, sleeps included, and ``build_problem`` rescales each operator's robot curve to that
 in-situ time (the curve's shape over widths comes from the loop timings).
+
+The runtime also spends time per operator outside the kernel (waiting for and merging
+pieces, handing slices to the sender, releasing them): ``runner_overhead_s``, measured
+as the wall time of a robot-only run minus its kernels, per operator, and charged to
+every operator on both sides (it is not slowed by the device factor: the emulation
+sleeps only after kernels).
 """
 
 from __future__ import annotations
@@ -95,11 +101,12 @@ def profile_graph(
         'nodes': rows,
         'serialisation': measure_serialisation(),
     }
+    if calibration_runs > 0:
+        _, overhead_s = time_in_situ(graph, infos, inputs, 1.0, calibration_runs)
+        profile['runner_overhead_s'] = overhead_s
     if device_factor > 1.0 and calibration_runs > 0:
-        profile['device_in_situ'] = {
-            'device_factor': float(device_factor),
-            'seconds': time_in_situ(graph, infos, inputs, device_factor, calibration_runs),
-        }
+        seconds, _ = time_in_situ(graph, infos, inputs, device_factor, calibration_runs)
+        profile['device_in_situ'] = {'device_factor': float(device_factor), 'seconds': seconds}
     return profile
 
 
@@ -109,11 +116,15 @@ def time_in_situ(
     inputs: Sequence[torch.Tensor],
     slowdown: float,
     runs: int = 1,
-) -> list[float]:
-    """Return each node's compute time (median of ``runs``) in a slowed robot-only run."""
+) -> tuple[list[float], float]:
+    """Time robot-only runs slowed by ``slowdown`` (medians over ``runs``).
+
+    Returns each node's kernel time and the runner's own time per computed operator.
+    """
     everything = tuple(info.width for info in infos)
     schedule = make_schedule(graph, infos, Plan(everything, everything))
     samples: list[list[float]] = [[] for _ in graph.nodes]
+    overheads = []
     for _ in range(runs):
         runner = SideRunner(
             graph,
@@ -124,10 +135,16 @@ def time_in_situ(
             sender=None,
             slowdown=slowdown,
         )
+        started = time.perf_counter()
         runner.run(list(inputs))
-        for index, compute_s in runner.stats.compute_by_node.items():
+        wall_s = time.perf_counter() - started
+        stats = runner.stats
+        for index, compute_s in stats.compute_by_node.items():
             samples[index].append(compute_s)
-    return [statistics.median(values) if values else 0.0 for values in samples]
+        outside_s = wall_s - stats.compute_s - stats.emulated_wait_s
+        overheads.append(max(0.0, outside_s) / max(1, len(stats.compute_by_node)))
+    seconds = [statistics.median(values) if values else 0.0 for values in samples]
+    return seconds, statistics.median(overheads)
 
 
 def measure_serialisation(sizes: Sequence[int] = (1_000, 100_000, 1_000_000, 4_000_000)) -> dict:
@@ -177,6 +194,7 @@ def build_problem(
     if abs(float(in_situ.get('device_factor', 0.0)) - device_factor) > 1e-9:
         in_situ = {}  # calibrated for another slowdown: loop timings only
     in_situ_s = in_situ.get('seconds') or [None] * len(graph.nodes)
+    overhead_s = float(profile.get('runner_overhead_s', 0.0))
     nodes = []
     for node, info, (widths, seconds), robot_s in zip(
         graph.nodes, infos, profile['nodes'], in_situ_s, strict=True
@@ -197,6 +215,7 @@ def build_problem(
             lows.append(tuple(lo for lo, _ in pairs))
             highs.append(tuple(hi for _, hi in pairs))
         kind = INPUT if node.op == 'input' else (ATOMIC if info.atomic else LOCAL)
+        overhead = 0.0 if kind == INPUT else overhead_s
         nodes.append(
             PlanNode(
                 name=f'{node.index}:{node.op}',
@@ -207,8 +226,8 @@ def build_problem(
                 need_lo=tuple(lows),
                 need_hi=tuple(highs),
                 column_bytes=max(1, node.nbytes // info.width),
-                device=curve.scaled(device_scale),
-                server=curve.scaled(1.0 / server_speedup),
+                device=curve.scaled(device_scale).plus(overhead),
+                server=curve.scaled(1.0 / server_speedup).plus(overhead),
             )
         )
     input_bytes = sum(graph.nodes[i].nbytes for i in range(graph.num_inputs))

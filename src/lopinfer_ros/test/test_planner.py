@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import random
+import time
 
 import pytest
 
@@ -276,3 +277,19 @@ def test_synthetic_model_plans_quickly_and_validly():
     _check_result(problem, link, result)
     assert result.stats['decision_nodes'] < len(problem.nodes)
     assert result.source in (LOPINFER, DEVICE_ONLY, SERVER_ONLY, LAYER_SPLIT)
+
+
+def test_plans_do_not_depend_on_the_clock(monkeypatch):
+    """Without a wall-clock budget (the default) a slow machine plans the same.
+
+    The slow machine is a clock that advances one second per reading.
+    """
+    problem = synthetic_problem(80, seed=3)
+    link = LinkModel(8e6)
+    first = loss(problem, link, max_non_improving=300, max_iterations=3000)
+    ticks = itertools.count()
+    monkeypatch.setattr(time, 'perf_counter', lambda: float(next(ticks)))
+    second = loss(problem, link, max_non_improving=300, max_iterations=3000)
+    assert first.plan == second.plan
+    assert first.stats['lns_iterations'] == second.stats['lns_iterations']
+    assert second.stats['lns_iterations'] > 1
