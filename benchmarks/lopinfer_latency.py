@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import dataclasses
 import logging
 import statistics
 import subprocess
@@ -58,7 +59,7 @@ from edge_offload.testing.offload import (
 from lopinfer_ros.graph import capture
 from lopinfer_ros.locality import analyse
 from lopinfer_ros.modes import LopInferMode, make_plan_table
-from lopinfer_ros.plan_table import bucket_for
+from lopinfer_ros.plan_table import bucket_for, build_table
 from lopinfer_ros.problem import LinkModel
 from lopinfer_ros.profiler import build_problem, profile_graph
 from lopinfer_ros.simulator import simulate
@@ -121,6 +122,37 @@ def trace_bandwidths(path: Path, step_s: float = 0.5) -> list[float]:
         if index < len(counts):
             counts[index] += 1
     return [count * PACKET_BYTES / step_s for count in counts]
+
+
+PAPER_SERVER_S = 0.0210  # the seeds' KAPAO forward on the GPU server (spec 5.10)
+PAPER_DEVICE_S = 0.3944  # and on the Jetson
+
+
+def simulate_paper_speeds(model: str, graph, infos, profile, link_template: LinkModel):
+    """Plan and simulate the same graph at the seeds' server and device forward times.
+
+    This CPU runs the server about ten times slower than the seeds' GPU, which makes
+    every system here compute-bound on the server. Scaling the profile (server times
+    divided, robot times multiplied, so that the whole forward takes 21 ms and 394 ms)
+    shows what the planner finds where transfer and compute are as in the paper.
+    """
+    server_s = sum(seconds[-1] for _, seconds in profile['nodes'])
+    speedup = server_s / PAPER_SERVER_S
+    factor = PAPER_DEVICE_S / server_s
+    problem = build_problem(
+        model, graph, infos, profile, device_factor=factor, server_speedup=speedup
+    )
+    buckets = [2, 4, 9, 10, 11, 12, 16, 30]
+    table = build_table(problem, link_template, buckets=buckets, progress=False)
+    rows = []
+    for bucket in buckets:
+        link = dataclasses.replace(link_template, bandwidth_bytes_per_s=bucket * 1e6)
+        row = {'bucket_MBps': bucket}
+        for mode in MODES:
+            row[mode] = 1e3 * simulate(problem, table.plan(mode, bucket), link).makespan_s
+        row['lopinfer/layer_split'] = f'{row["lopinfer"] / row["layer_split"]:.3f}'
+        rows.append(row)
+    return speedup, factor, rows
 
 
 def simulate_sweeps(problem, table, link_template: LinkModel, traces: dict[str, list[float]]):
@@ -426,6 +458,15 @@ def main(argv: list[str] | None = None) -> int:
     if trace_rows:
         say('\n## Simulated over the traces (one sample per 0.5 s step)')
         say(markdown(trace_rows, ['trace', 'mode', 'samples', 'mean_ms', 'std_ms', 'p95_ms']))
+    speedup, factor, paper_rows = simulate_paper_speeds(
+        args.model, graph, infos, profile, link_template
+    )
+    say(
+        f"\n## Simulated only, at the seeds' speeds (server {1e3 * PAPER_SERVER_S:.0f} ms, "
+        f"device {1e3 * PAPER_DEVICE_S:.0f} ms per forward: this profile's server times / "
+        f'{speedup:.1f}, robot x {factor:.2f}, loop timings)'
+    )
+    say(markdown(paper_rows, ['bucket_MBps', *MODES, 'lopinfer/layer_split']))
     links = [
         (f'{rate:g} MB/s', args.rtt_ms / 1e3, rate * 8e6, None)
         for rate in (float(r) for r in args.rates.split(',') if r)
