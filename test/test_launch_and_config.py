@@ -52,10 +52,24 @@ def test_edge_server_yaml_matches_the_node_and_validates():
     ServerConfig.from_mapping(values).validate()
 
 
+def _flatten(params: dict, prefix: str = '') -> dict:
+    flat = {}
+    for key, value in params.items():
+        if isinstance(value, dict):
+            flat.update(_flatten(value, f'{prefix}{key}.'))
+        else:
+            flat[f'{prefix}{key}'] = value
+    return flat
+
+
 def test_offload_bridge_yaml_matches_the_node_and_validates():
     document = yaml.safe_load((ROOT / 'config' / 'offload_bridge.yaml').read_text())
-    params = document['offload_bridge']['ros__parameters']
-    assert set(params) == _declared(offload_bridge_node.PARAMETERS)
+    params = _flatten(document['offload_bridge']['ros__parameters'])
+    mode_options = offload_bridge_node.mode_option_parameters()
+    assert {'lopinfer.device_factor', 'layer_split.plan_dir'} <= _declared(mode_options)
+    assert set(params) == _declared(offload_bridge_node.PARAMETERS) | _declared(mode_options)
+    for spec in mode_options:
+        assert type(params[spec.name]) is type(spec.default), spec.name
     ClientConfig(
         endpoint=params['server_endpoint'],
         security=params['security'],
