@@ -37,12 +37,9 @@ import csv
 import dataclasses
 import logging
 import statistics
-import subprocess
 import sys
 import tempfile
-import threading
 import time
-from collections import deque
 from pathlib import Path
 
 import torch
@@ -52,8 +49,8 @@ from edge_offload.client import ClientConfig
 from edge_offload.link_traces import PACKET_BYTES, DeliveryTrace
 from edge_offload.models import load_model
 from edge_offload.testing.offload import (
+    HeadlessServer,
     make_test_keys,
-    start_headless_server,
     start_link_emulator_process,
 )
 from lopinfer_ros.graph import capture
@@ -90,27 +87,11 @@ def summary(values: list[float]) -> dict[str, float]:
     }
 
 
-class Server:
-    """The headless edge server with the lopinfer and layer_split modes."""
-
-    def __init__(self, keys, model: str) -> None:
-        arguments = ['--modes', 'lopinfer,layer_split', '--worker-threads', '2']
-        arguments += ['--torch-threads', '1', '--log-level', 'WARNING']
-        self.process, endpoint = start_headless_server(keys, [model], *arguments)
-        self.port = int(endpoint.rsplit(':', 1)[1])
-        self.log: deque[str] = deque(maxlen=50)
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        for line in self.process.stdout:
-            self.log.append(line.rstrip())
-
-    def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=10.0)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
+def start_server(keys, model: str) -> HeadlessServer:
+    """Start the headless edge server with the lopinfer and layer_split modes."""
+    arguments = ['--modes', 'lopinfer,layer_split', '--worker-threads', '2']
+    arguments += ['--torch-threads', '1', '--log-level', 'WARNING']
+    return HeadlessServer(keys, [model], *arguments)
 
 
 def trace_bandwidths(path: Path, step_s: float = 0.5) -> list[float]:
@@ -191,7 +172,7 @@ def simulate_sweeps(problem, table, link_template: LinkModel, traces: dict[str, 
 
 def real_runs(
     keys,
-    server: Server,
+    server: HeadlessServer,
     model: str,
     inputs,
     links,
@@ -204,10 +185,7 @@ def real_runs(
     """Run every system over every emulated link; return per (link, mode) rows."""
     rows = []
     for label, rtt_s, rate_bps, trace in links:
-        if trace is None:
-            emulator, port = start_link_emulator_process(server.port, rtt_s, rate_bps)
-        else:
-            emulator, port = _start_trace_emulator(server.port, rtt_s, trace)
+        emulator, port = start_link_emulator_process(server.port, rtt_s, rate_bps, trace=trace)
         try:
             offloaders = {}
             for mode in MODES:
@@ -287,32 +265,6 @@ def real_runs(
             emulator.terminate()
             emulator.wait(10)
     return rows
-
-
-def _start_trace_emulator(upstream_port: int, rtt_s: float, trace: Path):
-    from edge_offload.testing.offload import _start_announcing  # noqa: PLC0415
-
-    process, port = _start_announcing(
-        [
-            sys.executable,
-            '-m',
-            'edge_offload.link_emulator',
-            '--upstream',
-            f'127.0.0.1:{upstream_port}',
-            '--rtt-ms',
-            str(rtt_s * 1e3),
-            '--uplink-trace',
-            str(trace),
-            '--downlink-trace',
-            str(trace),
-            '--log-level',
-            'WARNING',
-        ],
-        r'listening on 127\.0\.0\.1:(\d+)',
-        'link_emulator',
-        30.0,
-    )
-    return process, int(port)
 
 
 def write_csv(path: Path, rows: list[dict]) -> None:
@@ -475,7 +427,7 @@ def main(argv: list[str] | None = None) -> int:
     say('\n## Real runs')
     with tempfile.TemporaryDirectory() as directory:
         keys = make_test_keys(Path(directory))
-        server = Server(keys, args.model)
+        server = start_server(keys, args.model)
         try:
             real_rows = real_runs(
                 keys,

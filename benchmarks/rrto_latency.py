@@ -51,12 +51,9 @@ import csv
 import logging
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
-import threading
 import time
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -67,8 +64,8 @@ from edge_offload.api import Offloader, OffloaderConfig
 from edge_offload.client import ClientConfig
 from edge_offload.models import model_spec
 from edge_offload.testing import (
+    HeadlessServer,
     make_test_keys,
-    start_headless_server,
     start_link_emulator_process,
 )
 from rrto_ros.sequence_search import (
@@ -166,31 +163,13 @@ def _percentile(ordered: list[float], fraction: float) -> float:
 # -- set-up ---------------------------------------------------------------------------------
 
 
-class Server:
-    """The headless edge server in its own process; its log is drained into a ring."""
-
-    def __init__(self, keys, models: list[str], torch_threads: int) -> None:
-        arguments = ['--modes', 'nnto,per_op,rrto', '--worker-threads', '1']
-        arguments += ['--log-level', 'WARNING']
-        if torch_threads > 0:
-            arguments += ['--torch-threads', str(torch_threads)]
-        self.process, endpoint = start_headless_server(keys, models, *arguments)
-        self.port = int(endpoint.rsplit(':', 1)[1])
-        self.log: deque[str] = deque(maxlen=50)
-        self._drain = threading.Thread(target=self._read, daemon=True)
-        self._drain.start()
-
-    def _read(self) -> None:
-        for line in self.process.stdout:
-            self.log.append(line.rstrip())
-
-    def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=10.0)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+def start_server(keys, models: list[str], torch_threads: int) -> HeadlessServer:
+    """Start the headless edge server with the nnto, per_op and rrto modes."""
+    arguments = ['--modes', 'nnto,per_op,rrto', '--worker-threads', '1']
+    arguments += ['--log-level', 'WARNING']
+    if torch_threads > 0:
+        arguments += ['--torch-threads', str(torch_threads)]
+    return HeadlessServer(keys, models, *arguments)
 
 
 def client_config(keys, port: int) -> ClientConfig:
@@ -350,7 +329,7 @@ def run_local(models: list[str], inputs: dict, count: int, slowdown: float) -> d
     return runs
 
 
-def run_link(keys, server: Server, link: str, models: list[str], inputs: dict, args):
+def run_link(keys, server: HeadlessServer, link: str, models: list[str], inputs: dict, args):
     """Measure nnto, per_op and rrto for every model on one emulated link."""
     label, rtt_s, rate = LINKS[link]
     runs: list[Run] = []
@@ -703,7 +682,7 @@ def main(argv: list[str] | None = None) -> int:
             output_bytes[model] = payload_bytes(offloader.infer(model, inputs[model]).outputs)
     with tempfile.TemporaryDirectory() as keys_dir:
         keys = make_test_keys(Path(keys_dir))
-        server = Server(keys, args.models, args.server_torch_threads)
+        server = start_server(keys, args.models, args.server_torch_threads)
         try:
             for link in args.links:
                 say(f'link {LINKS[link][0]}:')

@@ -8,6 +8,7 @@ from edge_offload.testing.graph_wait import (
     wait_for_subscribers,
 )
 from edge_offload.testing.offload import (
+    HeadlessServer,
     KeySet,
     edge_server_node_command,
     free_tcp_port,
@@ -22,6 +23,7 @@ from edge_offload.testing.processes import ProcessGroup
 from edge_offload.testing.ros_domain import reserve_domain_id
 
 __all__ = [
+    'HeadlessServer',
     'ProcessGroup',
     'KeySet',
     'edge_server_node_command',

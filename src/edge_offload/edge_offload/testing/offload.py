@@ -4,11 +4,13 @@
 
 from __future__ import annotations
 
+import collections
 import re
 import select
 import socket
 import subprocess
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -141,14 +143,24 @@ def _start_announcing(
 
 
 def start_link_emulator_process(
-    upstream_port: int, rtt_s: float, rate_bps: float, *, timeout_s: float = 30.0
+    upstream_port: int,
+    rtt_s: float,
+    rate_bps: float = 0.0,
+    *,
+    trace: Path | None = None,
+    timeout_s: float = 30.0,
 ) -> tuple[subprocess.Popen, int]:
     """Start ``python -m edge_offload.link_emulator`` to 127.0.0.1:``upstream_port``.
 
-    A constant ``rate_bps`` both ways and ``rtt_s``. In its own process the relay does not
-    compete for the measuring process's interpreter lock, as a real link would not.
-    Returns the process and the port it listens on.
+    A constant ``rate_bps`` both ways, or the mahimahi ``trace`` both ways, and ``rtt_s``.
+    In its own process the relay does not compete for the measuring process's
+    interpreter lock, as a real link would not. Returns the process and its port.
     """
+    if trace is not None:
+        shaping = ['--uplink-trace', str(trace), '--downlink-trace', str(trace)]
+    else:
+        rate = str(rate_bps / 1e6)
+        shaping = ['--uplink-mbps', rate, '--downlink-mbps', rate]
     process, port = _start_announcing(
         [
             sys.executable,
@@ -158,10 +170,7 @@ def start_link_emulator_process(
             f'127.0.0.1:{upstream_port}',
             '--rtt-ms',
             str(rtt_s * 1e3),
-            '--uplink-mbps',
-            str(rate_bps / 1e6),
-            '--downlink-mbps',
-            str(rate_bps / 1e6),
+            *shaping,
             '--log-level',
             'WARNING',
         ],
@@ -170,3 +179,26 @@ def start_link_emulator_process(
         timeout_s,
     )
     return process, int(port)
+
+
+class HeadlessServer:
+    """``edge_offload_server`` in its own process; its log is drained into a ring."""
+
+    def __init__(self, keys: KeySet, models: list[str], *arguments: str) -> None:
+        self.process, endpoint = start_headless_server(keys, models, *arguments)
+        self.port = int(endpoint.rsplit(':', 1)[1])
+        self.log: collections.deque[str] = collections.deque(maxlen=50)
+        threading.Thread(target=self._read, name='server-log', daemon=True).start()
+
+    def _read(self) -> None:
+        for line in self.process.stdout:
+            self.log.append(line.rstrip())
+
+    def stop(self) -> None:
+        """Terminate the server (kill it after 10 s)."""
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=10.0)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
