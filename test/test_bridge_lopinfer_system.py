@@ -27,6 +27,7 @@ from edge_offload.testing import (
     free_tcp_port,
     make_test_keys,
     offload_bridge_node_command,
+    prime_action_client,
     spin_until,
 )
 from lopinfer_ros.graph import capture
@@ -100,6 +101,11 @@ def test_bridge_runs_lopinfer_with_its_ros_parameters(
     client = ActionClient(node, Offload, 'offload')
     assert spin_until(ros_executor, client.server_is_ready, timeout_s=30.0), (
         'bridge action server never appeared:\n' + ros_processes.output(bridge)
+    )
+    prime_action_client(
+        ros_executor,
+        client,
+        Offload.Goal(model=MODEL, inputs=[to_tensor_blob('image', images[0])]),
     )
 
     described = _call(

@@ -12,7 +12,7 @@ from rclpy.action import ActionClient
 from rclpy.node import Node
 
 from edge_offload.tensor_blob import from_tensor_blob, to_tensor_blob
-from edge_offload.testing import spin_until
+from edge_offload.testing import prime_action_client, spin_until
 from offload_interfaces.action import Offload
 
 FIXTURES = Path(__file__).parent / 'fixtures'
@@ -35,6 +35,7 @@ def offload_client(ros_context, ros_executor, ros_processes):
         lambda: client.server_is_ready() and node.count_publishers(FEEDBACK_TOPIC) > 0,
         timeout_s=20.0,
     ), 'action server never appeared:\n' + ros_processes.output(server)
+    prime_action_client(ros_executor, client, Offload.Goal(model='echo'))
     yield client
     client.destroy()
     node.destroy_node()

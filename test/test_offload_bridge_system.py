@@ -31,6 +31,7 @@ from edge_offload.testing import (
     free_tcp_port,
     make_test_keys,
     offload_bridge_node_command,
+    prime_action_client,
     spin_until,
 )
 from offload_interfaces.action import Offload
@@ -73,6 +74,11 @@ class GoalStream:
             self.executor.spin_once(timeout_sec=min(0.005, max(0.0, end - time.monotonic())))
 
 
+def _priming_goal() -> Offload.Goal:
+    image = np.zeros((1, 3, 64, 64), dtype=np.float32)
+    return Offload.Goal(model=MODEL, inputs=[to_tensor_blob('image', image)])
+
+
 def _server_command(port: int, keys) -> list[str]:
     return edge_server_node_command(port, keys, [MODEL])
 
@@ -93,6 +99,7 @@ def system(tmp_path, ros_context, ros_executor, ros_processes):
     assert spin_until(ros_executor, client.server_is_ready, timeout_s=30.0), (
         'bridge action server never appeared:\n' + ros_processes.output(bridge)
     )
+    prime_action_client(ros_executor, client, _priming_goal())
     stream = GoalStream(ros_executor, client)
     yield stream, node, port, keys, server
     client.destroy()

@@ -3,6 +3,7 @@
 """Helpers for tests that run real ROS 2 graphs: isolated domains and graph waits."""
 
 from edge_offload.testing.graph_wait import (
+    prime_action_client,
     spin_until,
     wait_for_publishers,
     wait_for_subscribers,
@@ -30,6 +31,7 @@ __all__ = [
     'free_tcp_port',
     'make_test_keys',
     'offload_bridge_node_command',
+    'prime_action_client',
     'resident_memory_bytes',
     'start_headless_server',
     'start_link_emulator_process',

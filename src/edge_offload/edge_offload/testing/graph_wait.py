@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from rclpy.action import ActionClient
 from rclpy.executors import Executor
 from rclpy.publisher import Publisher
 from rclpy.subscription import Subscription
@@ -47,3 +48,31 @@ def wait_for_publishers(
 ) -> bool:
     """Spin until ``subscription`` is matched with at least ``count`` publishers."""
     return spin_until(executor, lambda: subscription.get_publisher_count() >= count, timeout_s)
+
+
+def prime_action_client(
+    executor: Executor,
+    client: ActionClient,
+    goal: object,
+    *,
+    attempts: int = 5,
+    answer_timeout_s: float = 3.0,
+    result_timeout_s: float = 60.0,
+) -> None:
+    """Send ``goal`` until one is answered and its result arrives; raise if none is.
+
+    ``server_is_ready()`` only says that the client's requests reach the server. The
+    server's reply writers discover the client on their own, and a reply written before
+    they have is lost: the goal's future then never completes (seen in CI). One goal
+    that came back whole shows that both the goal and the result replies get through.
+    """
+    for _ in range(attempts):
+        sent = client.send_goal_async(goal)
+        if not spin_until(executor, sent.done, answer_timeout_s):
+            continue
+        handle = sent.result()
+        if not handle.accepted:
+            raise RuntimeError('the action server rejected the priming goal')
+        if spin_until(executor, handle.get_result_async().done, result_timeout_s):
+            return
+    raise TimeoutError(f'no goal of {attempts} was answered with a result')
