@@ -22,6 +22,6 @@ setup(
     license='Apache-2.0',
     extras_require={'test': ['pytest']},
     entry_points={
-        'console_scripts': [],
+        'console_scripts': ['accumo_generate = accumo_ros.dataset:main'],
     },
 )
