@@ -10,6 +10,11 @@
   the stereo and flow pairs) and ``darknet`` (``person.jpg``), downloaded with
   ``apt-get download`` (no root needed) and unpacked with ``dpkg-deb`` into the asset folder,
   not into the system.
+* Real trajectories, the reference data of the AccuMO metrics tests: the TUM RGB-D
+  (``fr1/xyz``, ``fr2/desk``; CC BY 4.0) and KITTI odometry (sequence 00; CC BY-NC-SA 3.0)
+  ground truth and SLAM estimates in the test folder of the ``evo==1.38.1`` source archive
+  (the wheel has none), with evo's licence (GPL-3.0). The sdist is downloaded with pip,
+  not installed (evo itself is a pinned test dependency in requirements.txt).
 
 Everything lands in ``<venv>/share/edge_offload/assets`` (``edge_offload.assets`` finds it)
 and is checked against the SHA-256 sums below. A second run downloads nothing.
@@ -39,6 +44,48 @@ MEDIAPIPE_FILES = {
         'e9a5c5cb17f736fafd4c2ec1da3b3d331d6edbe8a0d32395855aeb2cdfd64b9f',
     ),
     'mediapipe/LICENSE': ('weights/blazepose/LICENSE', None),
+}
+
+EVO_SDIST = 'evo==1.38.1'
+_EVO_ROOT = 'evo-1.38.1/'
+# Path in the sdist -> (file under assets/, sha256).
+EVO_FILES = {
+    _EVO_ROOT + 'LICENSE': (
+        'data/evo/LICENSE',
+        '8ceb4b9ee5adedde47b31e975c1d90c73ad27b6b165a1dcd80c7c545eb65b903',
+    ),
+    _EVO_ROOT + 'test/data/KITTI_00_gt.txt': (
+        'data/evo/KITTI_00_gt.txt',
+        '90791a4113df979b149fa9e1104e960ea59f525a8318a202dbb6aec1a3d88793',
+    ),
+    _EVO_ROOT + 'test/data/KITTI_00_ORB.txt': (
+        'data/evo/KITTI_00_ORB.txt',
+        '13437093039ccd585d03feb327a6f809a5e12a05a3be33d26192025411eded10',
+    ),
+    _EVO_ROOT + 'test/data/KITTI_00_SPTAM.txt': (
+        'data/evo/KITTI_00_SPTAM.txt',
+        'd364788759ed2c281be91b82fba9bb17d5e77811f1fb6953873b35208ccee0cf',
+    ),
+    _EVO_ROOT + 'test/data/fr2_desk_groundtruth.txt': (
+        'data/evo/fr2_desk_groundtruth.txt',
+        '0d8e0119a4e9592b886c5ca954472c3270c01814dd2059fbe196d5c24c8f3d17',
+    ),
+    _EVO_ROOT + 'test/data/fr2_desk_ORB.txt': (
+        'data/evo/fr2_desk_ORB.txt',
+        '9601009dd5124a841ce58f5d9681f28cdaadde651db02e2e9151e335f4aa5ef4',
+    ),
+    _EVO_ROOT + 'test/data/freiburg1_xyz-groundtruth.txt': (
+        'data/evo/freiburg1_xyz-groundtruth.txt',
+        'aac0319a6ef4e1cdf61e779d2152b95aa7e9f7b1749d6d18717b43ddabffede2',
+    ),
+    _EVO_ROOT + 'test/data/freiburg1_xyz-rgbdslam.txt': (
+        'data/evo/freiburg1_xyz-rgbdslam.txt',
+        'bbcd66c6e19e6037ee550c66d307c9a008ed29ef8bd9baa6bbda119a1a51a3ee',
+    ),
+    _EVO_ROOT + 'test/data/freiburg1_xyz-rgbdslam_drift.txt': (
+        'data/evo/freiburg1_xyz-rgbdslam_drift.txt',
+        '12f5c812792498ba6a9d3968590af8908d094e8bb8ddb183f1ce7c8f33048a44',
+    ),
 }
 
 # Debian package -> (folder inside the package, folder under assets/).
@@ -100,6 +147,38 @@ def fetch_mediapipe(assets: Path, python: str) -> None:
                     shutil.copyfileobj(source, sink)
 
 
+def fetch_evo_data(assets: Path, python: str) -> None:
+    wanted = {inner: assets / rel for inner, (rel, _) in EVO_FILES.items()}
+    if all(path.is_file() for path in wanted.values()):
+        return
+    print(f'fetching the TUM RGB-D and KITTI trajectories from the {EVO_SDIST} sdist (11 MB)')
+    with tempfile.TemporaryDirectory() as scratch:
+        result = subprocess.run(
+            [
+                python, '-m', 'pip', 'download', '-q', '--disable-pip-version-check',
+                '--no-deps', '--no-binary', ':all:', '-d', scratch, EVO_SDIST,
+            ],
+            check=False,
+        )  # fmt: skip
+        archives = list(Path(scratch).glob('evo-*.tar.gz'))
+        if result.returncode != 0 or not archives:
+            fail(
+                f'pip could not download the {EVO_SDIST} source archive.',
+                'Check the network or PIP_INDEX_URL, then run make setup again.',
+            )
+        with tarfile.open(archives[0]) as archive:
+            missing = sorted(set(wanted) - set(archive.getnames()))
+            if missing:
+                fail(f'{archives[0].name} lacks {", ".join(missing)}.')
+            for inner, target in wanted.items():
+                source = archive.extractfile(inner)
+                if source is None:  # a regular file always has contents
+                    continue
+                target.parent.mkdir(parents=True, exist_ok=True)
+                with source, target.open('wb') as sink:
+                    shutil.copyfileobj(source, sink)
+
+
 def fetch_debian(assets: Path) -> None:
     for package, (inner, rel) in DEBIAN_FOLDERS.items():
         target = assets / rel
@@ -142,7 +221,7 @@ def fetch_debian(assets: Path) -> None:
 
 
 def verify(assets: Path) -> None:
-    checks = {rel: digest for rel, digest in MEDIAPIPE_FILES.values()} | DEBIAN_CHECKED
+    checks = dict(MEDIAPIPE_FILES.values()) | dict(EVO_FILES.values()) | DEBIAN_CHECKED
     for rel, digest in checks.items():
         path = assets / rel
         if not path.is_file():
@@ -159,6 +238,7 @@ def main(argv: list[str] | None = None) -> int:
     assets = args.venv / 'share' / 'edge_offload' / 'assets'
     assets.mkdir(parents=True, exist_ok=True)
     fetch_mediapipe(assets, str(args.venv / 'bin' / 'python'))
+    fetch_evo_data(assets, str(args.venv / 'bin' / 'python'))
     fetch_debian(assets)
     verify(assets)
     print(f'assets ready in {assets}')
