@@ -1,0 +1,658 @@
+# Copyright 2026 The edge_offload authors
+# SPDX-License-Identifier: Apache-2.0
+"""An error-state Kalman filter (ESKF) on IMU samples that fuses delayed server poses.
+
+AccuMO's odometry local tracker and local algorithm (spec §2.5): the filter dead-reckons the
+IMU between server visual-odometry (VO) poses and fuses those poses when they come back,
+weighting each source by its covariance. The formulation follows Solà, *Quaternion
+kinematics for the error-state Kalman filter* (2017), with the local (right) orientation
+error. The code release uses MATLAB's ``insfilterErrorState``, an ESKF of the same kind
+(Solà is its reference too) whose equations and tuning are not published with it.
+
+State
+-----
+Nominal state (:class:`FilterState`), frames as in :mod:`accumo_ros.geometry`:
+
+* ``p``: body position in the world frame (m);
+* ``v``: body velocity in the world frame (m/s);
+* ``R``: body-to-world rotation matrix (the ``R`` of ``T_world_body``);
+* ``b_g``: gyroscope bias (rad/s, body frame);
+* ``b_a``: accelerometer bias (m/s², body frame).
+
+Error state, 15-dim, in this order: ``δp, δv, δθ, δb_g, δb_a``, with ``p = p̂ + δp`` etc.
+and the orientation error a body-frame rotation vector, ``R = R̂ Exp(δθ)``. Its mean lives
+in a ``filterpy.kalman.KalmanFilter(dim_x=15, dim_z=6)`` and is zero between updates; its
+covariance is that filter's ``P``.
+
+Unlike ``insfilterErrorState`` there is no 17th "VO scale" state: the server's poses are
+taken to be metric (the release rescales DAVO's translation with the travelled distance
+before fusing, spec §2.5).
+
+Process model
+-------------
+The IMU measures ``ω_m = ω + b_g + n_g`` and ``a_m = Rᵀ(a - g) + b_a + n_a`` with
+``g = (0, 0, -9.81)`` m/s². One :meth:`ErrorStateKalmanFilter.predict` per IMU sample
+advances the nominal state with the same second-order scheme as
+:func:`accumo_ros.imu.integrate_imu` (the previous and the new sample, biases removed):
+
+* ``R_k = R_{k-1} Exp(φ)`` with ``φ = (½(ω_{k-1} + ω_k) - b_g) Δt``;
+* ``v_k = v_{k-1} + (½(R_{k-1} ā_{k-1} + R_k ā_k) + g) Δt`` with ``ā = a_m - b_a``;
+* ``p_k = p_{k-1} + ½(v_{k-1} + v_k) Δt``; the biases are constant.
+
+With a noise-free IMU and zero biases it reproduces ``integrate_imu`` to rounding.
+
+The error-state transition ``F`` is the exact Jacobian of that discrete step (not the
+Euler form of Solà eq. 270), with ``A = ½([R_{k-1} ā_{k-1}]× + [R_k ā_k]×)``:
+
+* ``δθ_k = Exp(φ)ᵀ δθ_{k-1} - J_r(φ) Δt δb_g``;
+* ``δv_k = δv_{k-1} - A R_{k-1} Δt δθ_{k-1} + ½ R_k [ā_k]× J_r(φ) Δt² δb_g
+  - ½(R_{k-1} + R_k) Δt δb_a``;
+* ``δp_k = δp_{k-1} + Δt δv_{k-1} + ½ Δt (δv_k - δv_{k-1})``; ``δb_k = δb_{k-1}``.
+
+Process noise ``Q`` per step, from the continuous-time densities of
+:class:`accumo_ros.imu.ImuNoise` (white noise integrated over ``Δt``; the noises are
+isotropic, so rotating them into the world frame leaves them unchanged):
+
+* velocity random walk, ``σ_a`` = ``accel_noise_density`` (m/s²/√Hz):
+  ``Q_vv = σ_a² Δt I``, and the position it drives, ``Q_pv = σ_a² Δt²/2 I``,
+  ``Q_pp = σ_a² Δt³/3 I``;
+* angle random walk, ``σ_g`` = ``gyro_noise_density`` (rad/s/√Hz): ``Q_θθ = σ_g² Δt I``;
+* gyro bias random walk ``gyro_bias_walk`` (rad/s²/√Hz): ``Q_bg = gyro_bias_walk² Δt I``;
+* accel bias random walk ``accel_bias_walk`` (m/s³/√Hz): ``Q_ba = accel_bias_walk² Δt I``.
+
+``simulate_imu`` draws per-sample white noise of ``density / √Δt``, which the trapezoid
+averages over two steps; the accumulated variance over many steps is ``density² t`` either
+way, so the continuous figures above are the right ones.
+
+Initial covariance (diagonal, constructor keywords): position 0.01 m, velocity 0.1 m/s,
+orientation 0.01 rad (the world frame is defined by the first pose, so it starts nearly
+certain), gyro bias ``ImuNoise.gyro_bias_sigma`` (0.5 °/s for the BMI263) and accelerometer
+bias ``ImuNoise.accel_bias_sigma`` (20 mg), i.e. the datasheet's zero-rate and zero-g
+offsets, which is where an uncalibrated bias starts (nominal biases start at zero).
+
+Measurement model
+-----------------
+:meth:`ErrorStateKalmanFilter.fuse_pose` takes a measured ``T_world_body`` and its 6×6
+covariance, ordered ``[position (world, m), orientation (body-frame rotation vector, rad)]``,
+i.e. the measured pose is ``(p + n_p, R Exp(n_θ))``. The residual is
+``z = [p_meas - p̂, Log(R̂ᵀ R_meas)]`` and ``H = [[I, 0, 0, 0, 0], [0, 0, I, 0, 0]]``.
+A Mahalanobis gate (``gate_probability``, default the chi-square 99.9 % quantile for 6 dof,
+22.46; ``None`` turns it off) rejects outliers: a rejected pose is counted in
+``rejected_count`` and leaves the filter untouched. After an update the error mean is
+injected into the nominal state and reset to zero, with the reset Jacobian
+``G = diag(I, I, I - [½δθ]×, I, I)`` applied to the covariance (Solà §6.3, eq. 287). Its
+effect is second order (δθ is a few mrad here), but it costs one 15×15 product per update.
+
+Delayed measurements (the release's scheme, spec §2.5 "Release-specific behaviour")
+---------------------------------------------------------------------------------
+:class:`DelayedPoseFusion` wraps a filter. At an odometry offload, :meth:`snapshot` saves
+the state and later IMU samples are buffered; when the server pose for that frame comes
+back, :meth:`fuse` rolls back to the snapshot, fuses the pose and re-predicts the buffered
+samples. This is exactly what fusing the pose at its own time would have given.
+
+IMU-only instance
+-----------------
+The release runs a second filter that never fuses (dead reckoning) for the depth-warping
+pose change and the angular-velocity feature. Use a plain
+:class:`ErrorStateKalmanFilter`, call :meth:`~ErrorStateKalmanFilter.predict` per sample and
+keep the :attr:`~ErrorStateKalmanFilter.pose` of the frames you need; the pose change since
+the last depth offload is ``geometry.relative_poses(pose_at_offload, pose_now)`` and the
+rotation over the last frames is ``geometry.rotation_angles`` of the rotation part of such
+a relative pose.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import OrderedDict, deque
+from collections.abc import Hashable
+from dataclasses import dataclass
+
+import numpy as np
+from filterpy.kalman import KalmanFilter
+from scipy.spatial.transform import Rotation
+from scipy.stats import chi2
+
+from accumo_ros.geometry import GRAVITY_WORLD, make_poses
+from accumo_ros.imu import ImuNoise
+
+ERROR_DIM = 15
+POSE_DIM = 6
+# Error-state slices, in the order documented in the module docstring.
+_POS = slice(0, 3)
+_VEL = slice(3, 6)
+_ATT = slice(6, 9)
+_BG = slice(9, 12)
+_BA = slice(12, 15)
+DEFAULT_GATE_PROBABILITY = 0.999
+
+# The pose measurement sees δp and δθ directly.
+_H_POSE = np.zeros((POSE_DIM, ERROR_DIM))
+_H_POSE[0:3, _POS] = np.eye(3)
+_H_POSE[3:6, _ATT] = np.eye(3)
+_I3 = np.eye(3)
+
+
+def skew(vector: np.ndarray) -> np.ndarray:
+    """Return the cross-product matrix ``[v]×`` of a 3-vector."""
+    x, y, z = vector.tolist()  # Python floats: building the array from them is faster
+    return np.array([[0.0, -z, y], [z, 0.0, -x], [-y, x, 0.0]])
+
+
+def exp_and_right_jacobian_so3(phi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Return ``Exp(φ)`` and the right Jacobian ``J_r(φ)`` of SO(3).
+
+    ``Exp(φ + δ) ≈ Exp(φ) Exp(J_r(φ) δ)``. Rodrigues' formula, written out on scalars
+    because this runs once per IMU sample and scipy's ``Rotation`` costs several times as
+    much; it agrees with ``Rotation.from_rotvec`` to rounding (1e-16).
+    """
+    x, y, z = phi.tolist()
+    angle_sq = x * x + y * y + z * z
+    if angle_sq < 1e-12:
+        # Series expansions; the closed forms lose precision as the angle vanishes.
+        a = 1.0 - angle_sq / 6.0
+        b = 0.5 - angle_sq / 24.0
+        c = 1.0 / 6.0 - angle_sq / 120.0
+    else:
+        angle = math.sqrt(angle_sq)
+        sin, cos = math.sin(angle), math.cos(angle)
+        a = sin / angle
+        b = (1.0 - cos) / angle_sq
+        c = (angle - sin) / (angle_sq * angle)
+    # [φ]×² = φφᵀ - |φ|² I, entry by entry.
+    xx, yy, zz = x * x - angle_sq, y * y - angle_sq, z * z - angle_sq
+    xy, xz, yz = x * y, x * z, y * z
+    exp_phi = np.array(
+        [
+            [1.0 + b * xx, -a * z + b * xy, a * y + b * xz],
+            [a * z + b * xy, 1.0 + b * yy, -a * x + b * yz],
+            [-a * y + b * xz, a * x + b * yz, 1.0 + b * zz],
+        ]
+    )
+    jacobian = np.array(
+        [
+            [1.0 + c * xx, b * z + c * xy, -b * y + c * xz],
+            [-b * z + c * xy, 1.0 + c * yy, b * x + c * yz],
+            [b * y + c * xz, -b * x + c * yz, 1.0 + c * zz],
+        ]
+    )
+    return exp_phi, jacobian
+
+
+def _log_so3(rotation: np.ndarray) -> np.ndarray:
+    return Rotation.from_matrix(rotation).as_rotvec()
+
+
+@dataclass(frozen=True)
+class FilterState:
+    """Everything :meth:`ErrorStateKalmanFilter.restore` needs: nominal state and ``P``.
+
+    ``last_gyro`` / ``last_accel`` are the IMU sample at the state's time (``None`` before
+    the first sample); the next prediction step averages it with the new sample.
+    """
+
+    position: np.ndarray
+    velocity: np.ndarray
+    rotation: np.ndarray
+    gyro_bias: np.ndarray
+    accel_bias: np.ndarray
+    covariance: np.ndarray
+    last_gyro: np.ndarray | None
+    last_accel: np.ndarray | None
+
+
+class ErrorStateKalmanFilter:
+    """A 15-state ESKF: IMU prediction, pose updates (see the module docstring)."""
+
+    def __init__(
+        self,
+        pose: np.ndarray | None = None,
+        velocity: np.ndarray | None = None,
+        noise: ImuNoise | None = None,
+        *,
+        position_sigma: float = 0.01,
+        velocity_sigma: float = 0.1,
+        orientation_sigma: float = 0.01,
+        gyro_bias_sigma: float | None = None,
+        accel_bias_sigma: float | None = None,
+        gyro_bias: np.ndarray | None = None,
+        accel_bias: np.ndarray | None = None,
+        covariance: np.ndarray | None = None,
+        gate_probability: float | None = DEFAULT_GATE_PROBABILITY,
+    ) -> None:
+        """Start at ``pose`` (T_world_body, default identity) and ``velocity`` (world).
+
+        The initial covariance is diagonal from the ``*_sigma`` keywords (bias sigmas
+        default to ``noise``'s initial-bias sigmas), unless a full 15×15 ``covariance`` is
+        given. ``gate_probability`` is the chi-square quantile of the Mahalanobis gate on
+        pose updates; ``None`` disables the gate.
+        """
+        pose = np.eye(4) if pose is None else np.asarray(pose, dtype=np.float64)
+        if pose.shape != (4, 4):
+            raise ValueError(f'pose must be 4x4, got {pose.shape}')
+        self.noise = ImuNoise() if noise is None else noise
+        self._p = pose[:3, 3].copy()
+        self._r = pose[:3, :3].copy()
+        self._v = np.zeros(3) if velocity is None else np.array(velocity, dtype=np.float64)
+        self._bg = np.zeros(3) if gyro_bias is None else np.array(gyro_bias, dtype=np.float64)
+        self._ba = np.zeros(3) if accel_bias is None else np.array(accel_bias, dtype=np.float64)
+        self._last_gyro: np.ndarray | None = None
+        self._last_accel: np.ndarray | None = None
+
+        # filterpy holds the error state (mean, always zero between steps) and its
+        # covariance, and does the linear predict/update with per-step F, Q, H, R. The
+        # nominal-state propagation, injection and reset are ESKF-specific and live here.
+        self._kf = KalmanFilter(dim_x=ERROR_DIM, dim_z=POSE_DIM)
+        if covariance is not None:
+            covariance = np.array(covariance, dtype=np.float64)
+            if covariance.shape != (ERROR_DIM, ERROR_DIM):
+                raise ValueError(f'covariance must be 15x15, got {covariance.shape}')
+            self._kf.P = covariance
+        else:
+            sigmas = np.repeat(
+                [
+                    position_sigma,
+                    velocity_sigma,
+                    orientation_sigma,
+                    self.noise.gyro_bias_sigma if gyro_bias_sigma is None else gyro_bias_sigma,
+                    self.noise.accel_bias_sigma if accel_bias_sigma is None else accel_bias_sigma,
+                ],
+                3,
+            )
+            self._kf.P = np.diag(sigmas**2)
+        self._kf.H = _H_POSE.copy()
+
+        self.gate_threshold: float | None = (
+            None if gate_probability is None else float(chi2.ppf(gate_probability, POSE_DIM))
+        )
+        self.fused_count = 0
+        self.rejected_count = 0
+        self.last_mahalanobis_sq: float | None = None
+
+        n = self.noise
+        # Continuous-time spectral densities (see the module docstring).
+        self._q_accel = n.accel_noise_density**2
+        self._q_gyro = n.gyro_noise_density**2
+        self._q_gyro_walk = n.gyro_bias_walk**2
+        self._q_accel_walk = n.accel_bias_walk**2
+        self._step_cache: tuple[float, np.ndarray, np.ndarray] | None = None
+
+    # -- accessors --------------------------------------------------------------------------
+
+    @property
+    def pose(self) -> np.ndarray:
+        """The estimated ``T_world_body`` (4×4, a copy)."""
+        return make_poses(self._r, self._p)
+
+    @property
+    def position(self) -> np.ndarray:
+        """The estimated position in the world frame (m)."""
+        return self._p.copy()
+
+    @property
+    def rotation(self) -> np.ndarray:
+        """The estimated body-to-world rotation matrix."""
+        return self._r.copy()
+
+    @property
+    def velocity(self) -> np.ndarray:
+        """The estimated velocity in the world frame (m/s)."""
+        return self._v.copy()
+
+    @property
+    def biases(self) -> tuple[np.ndarray, np.ndarray]:
+        """The estimated ``(gyro_bias, accel_bias)`` (rad/s, m/s², body frame)."""
+        return self._bg.copy(), self._ba.copy()
+
+    @property
+    def covariance(self) -> np.ndarray:
+        """The 15×15 error-state covariance (order δp, δv, δθ, δb_g, δb_a)."""
+        return self._kf.P.copy()
+
+    @property
+    def pose_covariance(self) -> np.ndarray:
+        """The 6×6 covariance of ``[δp, δθ]``, in :meth:`fuse_pose`'s order."""
+        index = np.r_[0:3, 6:9]
+        return self._kf.P[np.ix_(index, index)].copy()
+
+    def snapshot(self) -> FilterState:
+        """Return a copy of the state that :meth:`restore` brings back."""
+        return FilterState(
+            position=self._p.copy(),
+            velocity=self._v.copy(),
+            rotation=self._r.copy(),
+            gyro_bias=self._bg.copy(),
+            accel_bias=self._ba.copy(),
+            covariance=self._kf.P.copy(),
+            last_gyro=None if self._last_gyro is None else self._last_gyro.copy(),
+            last_accel=None if self._last_accel is None else self._last_accel.copy(),
+        )
+
+    def restore(self, state: FilterState) -> None:
+        """Roll the filter back to a :meth:`snapshot` (the counters are kept)."""
+        self._p = state.position.copy()
+        self._v = state.velocity.copy()
+        self._r = state.rotation.copy()
+        self._bg = state.gyro_bias.copy()
+        self._ba = state.accel_bias.copy()
+        self._kf.P = state.covariance.copy()
+        self._kf.x = np.zeros((ERROR_DIM, 1))
+        self._last_gyro = None if state.last_gyro is None else state.last_gyro.copy()
+        self._last_accel = None if state.last_accel is None else state.last_accel.copy()
+
+    def copy(self) -> ErrorStateKalmanFilter:
+        """Return an independent filter in the same state, with the same settings."""
+        other = object.__new__(ErrorStateKalmanFilter)
+        other.__dict__.update(self.__dict__)
+        other._kf = KalmanFilter(dim_x=ERROR_DIM, dim_z=POSE_DIM)
+        other._kf.H = _H_POSE.copy()
+        other.restore(self.snapshot())
+        return other
+
+    # -- prediction -------------------------------------------------------------------------
+
+    def predict(self, gyro: np.ndarray, accel: np.ndarray, dt: float) -> None:
+        """Advance by one IMU sample taken ``dt`` seconds after the previous one.
+
+        ``gyro`` (rad/s) and ``accel`` (specific force, m/s²) are the raw body-frame sample
+        at the end of the step. The step averages it with the previous sample; the very
+        first call has none and uses this sample at both ends. ``dt == 0`` only records the
+        sample (use it to give the filter the sample at its initial time).
+        """
+        gyro = np.asarray(gyro, dtype=np.float64)
+        accel = np.asarray(accel, dtype=np.float64)
+        if dt < 0.0:
+            raise ValueError(f'dt must be non-negative, got {dt}')
+        if dt == 0.0:
+            self._last_gyro, self._last_accel = gyro.copy(), accel.copy()
+            return
+        prev_gyro = gyro if self._last_gyro is None else self._last_gyro
+        prev_accel = accel if self._last_accel is None else self._last_accel
+
+        # Nominal state: the scheme of integrate_imu, biases removed.
+        r_prev = self._r
+        phi = (0.5 * (prev_gyro + gyro) - self._bg) * dt
+        exp_phi, jr = exp_and_right_jacobian_so3(phi)
+        r_next = r_prev @ exp_phi
+        acc_next_body = accel - self._ba
+        f_prev = r_prev @ (prev_accel - self._ba)  # specific force, world frame
+        f_next = r_next @ acc_next_body
+        v_next = self._v + 0.5 * ((f_prev + GRAVITY_WORLD) + (f_next + GRAVITY_WORLD)) * dt
+        p_next = self._p + 0.5 * (self._v + v_next) * dt
+
+        # Error-state transition: the Jacobian of the step above (module docstring).
+        # [R ā]× R = R [ā]×, so the δθ and δb_g blocks use the world-frame forces.
+        f_next_x = skew(f_next)
+        f_v_theta = (-0.5 * dt) * (skew(f_prev) + f_next_x) @ r_prev
+        f_v_bg = (0.5 * dt * dt) * f_next_x @ r_next @ jr
+        f_v_ba = (-0.5 * dt) * (r_prev + r_next)
+        f, q = self._step_matrices(dt)
+        f[_POS, _ATT] = (0.5 * dt) * f_v_theta
+        f[_POS, _BG] = (0.5 * dt) * f_v_bg
+        f[_POS, _BA] = (0.5 * dt) * f_v_ba
+        f[_VEL, _ATT] = f_v_theta
+        f[_VEL, _BG] = f_v_bg
+        f[_VEL, _BA] = f_v_ba
+        f[_ATT, _ATT] = exp_phi.T
+        f[_ATT, _BG] = -dt * jr
+
+        self._kf.predict(F=f, Q=q)
+        self._r, self._v, self._p = r_next, v_next, p_next
+        self._last_gyro, self._last_accel = gyro.copy(), accel.copy()
+
+    def _step_matrices(self, dt: float) -> tuple[np.ndarray, np.ndarray]:
+        # F's constant blocks and Q depend on dt only; IMU steps are (nearly) uniform, so
+        # they are built once per distinct dt. F is returned as a fresh copy to fill in.
+        if self._step_cache is None or self._step_cache[0] != dt:
+            f = np.eye(ERROR_DIM)
+            f[_POS, _VEL] = dt * _I3
+            q = np.zeros((ERROR_DIM, ERROR_DIM))
+            q[_POS, _POS] = self._q_accel * dt**3 / 3.0 * _I3
+            q[_POS, _VEL] = q[_VEL, _POS] = self._q_accel * dt**2 / 2.0 * _I3
+            q[_VEL, _VEL] = self._q_accel * dt * _I3
+            q[_ATT, _ATT] = self._q_gyro * dt * _I3
+            q[_BG, _BG] = self._q_gyro_walk * dt * _I3
+            q[_BA, _BA] = self._q_accel_walk * dt * _I3
+            self._step_cache = (dt, f, q)
+        return self._step_cache[1].copy(), self._step_cache[2]
+
+    # -- update -----------------------------------------------------------------------------
+
+    def pose_residual(self, pose_measured: np.ndarray) -> np.ndarray:
+        """Return ``[p_meas - p̂, Log(R̂ᵀ R_meas)]`` for a measured ``T_world_body``."""
+        pose_measured = np.asarray(pose_measured, dtype=np.float64)
+        return np.concatenate(
+            [pose_measured[:3, 3] - self._p, _log_so3(self._r.T @ pose_measured[:3, :3])]
+        )
+
+    def fuse_pose(self, pose_measured: np.ndarray, covariance: np.ndarray) -> bool:
+        """Fuse a measured ``T_world_body``; return False if the gate rejected it.
+
+        ``covariance`` is 6×6, ordered [position (world, m), orientation (body-frame
+        rotation vector, rad)]. The squared Mahalanobis distance of the residual is kept in
+        ``last_mahalanobis_sq`` whether or not the pose is fused.
+        """
+        pose_measured = np.asarray(pose_measured, dtype=np.float64)
+        covariance = np.asarray(covariance, dtype=np.float64)
+        if pose_measured.shape != (4, 4):
+            raise ValueError(f'pose must be 4x4, got {pose_measured.shape}')
+        if covariance.shape != (POSE_DIM, POSE_DIM):
+            raise ValueError(f'pose covariance must be 6x6, got {covariance.shape}')
+        residual = self.pose_residual(pose_measured)
+
+        # The gate has to be decided before the update, and filterpy's update neither gates
+        # nor exposes S beforehand, so S is formed here (6×6, cheap).
+        innovation_cov = _H_POSE @ self._kf.P @ _H_POSE.T + covariance
+        distance_sq = float(residual @ np.linalg.solve(innovation_cov, residual))
+        self.last_mahalanobis_sq = distance_sq
+        if self.gate_threshold is not None and distance_sq > self.gate_threshold:
+            self.rejected_count += 1
+            return False
+
+        # The error mean is zero before the update, so filterpy's y = z - Hx is the residual.
+        self._kf.update(residual.reshape(POSE_DIM, 1), R=covariance, H=_H_POSE)
+        self._inject_and_reset(self._kf.x[:, 0].copy())
+        self.fused_count += 1
+        return True
+
+    def _inject_and_reset(self, error: np.ndarray) -> None:
+        # Injection (Solà §6.2), local orientation error: R ← R Exp(δθ).
+        self._p = self._p + error[_POS]
+        self._v = self._v + error[_VEL]
+        self._r = self._r @ exp_and_right_jacobian_so3(error[_ATT])[0]
+        self._bg = self._bg + error[_BG]
+        self._ba = self._ba + error[_BA]
+        # Reset (Solà §6.3): δx ← 0 and P ← G P Gᵀ with G = diag(I, I, I - [½δθ]×, I, I),
+        # which accounts for the orientation error being re-expressed about the new R̂.
+        g = np.eye(ERROR_DIM)
+        g[_ATT, _ATT] = _I3 - skew(0.5 * error[_ATT])
+        p = g @ self._kf.P @ g.T
+        # Keep P symmetric: the predict products accumulate rounding asymmetry.
+        self._kf.P = 0.5 * (p + p.T)
+        self._kf.x = np.zeros((ERROR_DIM, 1))
+
+
+class SnapshotError(LookupError):
+    """A delayed pose refers to a snapshot that cannot be fused."""
+
+
+class UnknownSnapshotError(SnapshotError):
+    """No snapshot was ever taken under this key (or it was fused already)."""
+
+
+class StaleSnapshotError(SnapshotError):
+    """The snapshot was dropped (buffer overflow, or a newer snapshot was fused first)."""
+
+
+@dataclass
+class _Snapshot:
+    index: int  # samples processed before it: re-predict samples index, index + 1, ...
+    time: float | None  # the offloaded frame's time stamp
+    state: FilterState
+
+
+class DelayedPoseFusion:
+    """Fuse server poses that arrive late, by rollback and re-prediction (release scheme).
+
+    Usage: :meth:`add_imu` for every IMU sample; :meth:`snapshot` at each odometry offload
+    (right after the IMU sample closest to the frame); :meth:`fuse` when the server's pose
+    for that frame arrives. The result equals fusing the pose at the snapshot's time.
+
+    Rules, kept simple (AccuMO has at most one offload in flight):
+
+    * Several snapshots may be outstanding. Fusing one re-predicts from it and refreshes
+      the newer ones on the way (their saved states then include the new pose), so fusing
+      them in offload order is exact.
+    * Fusing a snapshot drops every older outstanding one: a pose that arrives after a
+      newer one was fused is stale and :meth:`fuse` raises :class:`StaleSnapshotError`.
+    * IMU samples are buffered from the oldest outstanding snapshot on, at most
+      ``max_buffer`` of them. On overflow the oldest snapshot is dropped (counted in
+      ``dropped_snapshots`` and returned by :meth:`add_imu`); fusing it later raises
+      :class:`StaleSnapshotError`.
+    """
+
+    # How many dropped keys are remembered to tell "stale" from "unknown" in errors.
+    _STALE_MEMORY = 256
+
+    def __init__(
+        self,
+        kalman_filter: ErrorStateKalmanFilter,
+        max_buffer: int = 1024,
+        snapshot_tolerance_s: float = 0.01,
+    ) -> None:
+        """Wrap ``kalman_filter``, whose state is taken to be at the first IMU sample.
+
+        ``max_buffer`` bounds the buffered IMU samples (1024 ≈ 4 s at 240 Hz, far beyond an
+        offload round trip). ``snapshot_tolerance_s`` is how far a snapshot's frame time
+        may be from the latest IMU sample, whose state is the one saved.
+        """
+        if max_buffer < 1:
+            raise ValueError('max_buffer must be at least 1')
+        self.filter = kalman_filter
+        self.max_buffer = max_buffer
+        self.snapshot_tolerance_s = snapshot_tolerance_s
+        self.dropped_snapshots = 0
+        self._time: float | None = None
+        self._count = 0  # IMU samples processed
+        # (dt, gyro, accel) of samples _buffer_start, _buffer_start + 1, ...
+        self._buffer: deque[tuple[float, np.ndarray, np.ndarray]] = deque()
+        self._buffer_start = 0
+        self._snapshots: OrderedDict[Hashable, _Snapshot] = OrderedDict()
+        self._stale: OrderedDict[Hashable, str] = OrderedDict()
+
+    @property
+    def time(self) -> float | None:
+        """The time of the latest IMU sample (None before the first)."""
+        return self._time
+
+    @property
+    def outstanding(self) -> tuple[Hashable, ...]:
+        """Keys of the snapshots waiting for their pose, oldest first."""
+        return tuple(self._snapshots)
+
+    @property
+    def buffered(self) -> int:
+        """How many IMU samples are buffered for re-prediction."""
+        return len(self._buffer)
+
+    def add_imu(self, t: float, gyro: np.ndarray, accel: np.ndarray) -> tuple[Hashable, ...]:
+        """Predict with one IMU sample at time ``t``; return the keys of dropped snapshots.
+
+        The first sample only records the sample (the filter's initial state is at ``t``).
+        """
+        t = float(t)
+        if self._time is not None and t <= self._time:
+            raise ValueError(f'IMU time {t} is not after the previous sample at {self._time}')
+        dt = 0.0 if self._time is None else t - self._time
+        gyro = np.array(gyro, dtype=np.float64)
+        accel = np.array(accel, dtype=np.float64)
+        self.filter.predict(gyro, accel, dt)
+        self._time = t
+        self._count += 1
+        if not self._snapshots:
+            return ()
+        self._buffer.append((dt, gyro, accel))
+        dropped = []
+        while self._snapshots and len(self._buffer) > self.max_buffer:
+            key, _ = self._snapshots.popitem(last=False)
+            self._mark_stale(key, f'IMU buffer overflow (max_buffer={self.max_buffer})')
+            self.dropped_snapshots += 1
+            dropped.append(key)
+            self._trim_buffer()
+        return tuple(dropped)
+
+    def snapshot(self, key: Hashable, t: float | None = None) -> None:
+        """Save the current state under ``key`` for an offloaded frame stamped ``t``."""
+        if key in self._snapshots:
+            raise ValueError(f'a snapshot with key {key!r} is already outstanding')
+        if (
+            t is not None
+            and self._time is not None
+            and abs(t - self._time) > self.snapshot_tolerance_s
+        ):
+            raise ValueError(
+                f'snapshot time {t} is {t - self._time:+.4f} s from the latest IMU sample '
+                f'(tolerance {self.snapshot_tolerance_s} s): take it when the frame arrives'
+            )
+        if not self._snapshots:
+            self._buffer.clear()
+            self._buffer_start = self._count
+        self._stale.pop(key, None)
+        self._snapshots[key] = _Snapshot(self._count, t, self.filter.snapshot())
+
+    def fuse(self, key: Hashable, pose_measured: np.ndarray, covariance: np.ndarray) -> bool:
+        """Fuse the server pose of snapshot ``key``; return False if the gate rejected it.
+
+        Rolls back to the snapshot, fuses, re-predicts the buffered samples after it. The
+        snapshot is consumed either way.
+        """
+        if key not in self._snapshots:
+            if key in self._stale:
+                raise StaleSnapshotError(
+                    f'snapshot {key!r} was dropped ({self._stale[key]}); its pose cannot be fused'
+                )
+            raise UnknownSnapshotError(f'no outstanding snapshot with key {key!r}')
+        # Older snapshots: their poses would arrive out of order; drop them (class docstring).
+        while True:
+            oldest_key, snap = self._snapshots.popitem(last=False)
+            if oldest_key == key:
+                break
+            self._mark_stale(oldest_key, f'the newer snapshot {key!r} was fused first')
+
+        current = self.filter.snapshot()
+        self.filter.restore(snap.state)
+        if not self.filter.fuse_pose(pose_measured, covariance):
+            # Nothing changed at the snapshot, so re-predicting would give the current state.
+            self.filter.restore(current)
+            self._trim_buffer()
+            return False
+        index = self._buffer_start
+        for dt, gyro, accel in self._buffer:
+            if index >= snap.index:
+                self._refresh_snapshots(index)
+                self.filter.predict(gyro, accel, dt)
+            index += 1
+        self._refresh_snapshots(index)
+        self._trim_buffer()
+        return True
+
+    def _refresh_snapshots(self, index: int) -> None:
+        for other in self._snapshots.values():
+            if other.index == index:
+                other.state = self.filter.snapshot()
+
+    def _trim_buffer(self) -> None:
+        if not self._snapshots:
+            self._buffer.clear()
+            self._buffer_start = self._count
+            return
+        oldest = next(iter(self._snapshots.values())).index
+        while self._buffer_start < oldest:
+            self._buffer.popleft()
+            self._buffer_start += 1
+
+    def _mark_stale(self, key: Hashable, reason: str) -> None:
+        self._stale[key] = reason
+        self._stale.move_to_end(key)
+        while len(self._stale) > self._STALE_MEMORY:
+            self._stale.popitem(last=False)

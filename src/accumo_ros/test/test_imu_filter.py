@@ -1,0 +1,344 @@
+# Copyright 2026 The edge_offload authors
+# SPDX-License-Identifier: Apache-2.0
+"""The ESKF reproduces strapdown integration, fuses delayed poses exactly and is consistent."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+
+import numpy as np
+import pytest
+from scipy.spatial.transform import Rotation
+from scipy.stats import chi2
+
+from accumo_ros.geometry import make_poses
+from accumo_ros.imu import ImuNoise, ImuSeries, integrate_imu, simulate_imu
+from accumo_ros.imu_filter import (
+    DelayedPoseFusion,
+    ErrorStateKalmanFilter,
+    StaleSnapshotError,
+    UnknownSnapshotError,
+    exp_and_right_jacobian_so3,
+)
+from accumo_ros.trajectory import Sinusoid, Trajectory, TrajectoryConfig, TrajectoryState
+
+IMU_RATE_HZ = 240.0
+SAMPLES_PER_FRAME = 4  # 60 FPS camera
+MEASUREMENT_STRIDE = 8 * SAMPLES_PER_FRAME  # a server pose every 8 frames
+SIGMA_POSITION = 0.05  # m
+SIGMA_ORIENTATION = np.radians(1.0)  # rad
+POSE_COVARIANCE = np.diag([SIGMA_POSITION**2] * 3 + [SIGMA_ORIENTATION**2] * 3)
+MONTE_CARLO_RUNS = 20
+NEES_DURATION_S = 10.0
+NEES_TIMES_S = (1.5, 3.0, 4.5, 6.0, 7.5, 9.0, 9.99)
+POSE_INDEX = np.r_[0:3, 6:9]  # δp and δθ in the 15-dim error state
+
+TRAJECTORIES = {
+    'default': TrajectoryConfig(),
+    'yaw_sway': TrajectoryConfig(yaw_sway=Sinusoid(0.4, 0.4)),
+}
+
+
+def _simulate(
+    config: TrajectoryConfig, duration_s: float, noise: ImuNoise, seed: int
+) -> tuple[TrajectoryState, ImuSeries, np.random.Generator]:
+    trajectory = Trajectory(config)
+    times = trajectory.samples(duration_s, IMU_RATE_HZ)
+    rng = np.random.default_rng(seed)
+    return trajectory.state(times), simulate_imu(trajectory, times, noise, rng), rng
+
+
+def _perturbed_pose(pose: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Measure a pose: the true pose with noise of POSE_COVARIANCE, as fuse_pose models it."""
+    noise = rng.normal(size=6)
+    rotation = pose[:3, :3] @ Rotation.from_rotvec(SIGMA_ORIENTATION * noise[3:]).as_matrix()
+    return make_poses(rotation, pose[:3, 3] + SIGMA_POSITION * noise[:3])
+
+
+def _dt(times: np.ndarray, k: int) -> float:
+    return 0.0 if k == 0 else float(times[k] - times[k - 1])
+
+
+def _state_error(kf: ErrorStateKalmanFilter, truth: TrajectoryState, imu: ImuSeries, k: int):
+    """Return the true 15-dim error state (δp, δv, δθ, δb_g, δb_a) of the filter at sample k."""
+    gyro_bias, accel_bias = kf.biases
+    return np.concatenate(
+        [
+            truth.poses[k, :3, 3] - kf.position,
+            truth.velocity_world[k] - kf.velocity,
+            Rotation.from_matrix(kf.rotation.T @ truth.poses[k, :3, :3]).as_rotvec(),
+            imu.gyro_bias[k] - gyro_bias,
+            imu.accel_bias[k] - accel_bias,
+        ]
+    )
+
+
+def test_exp_and_right_jacobian_match_scipy():
+    rng = np.random.default_rng(3)
+    for scale in (1e-9, 1e-4, 0.3, 2.5):
+        phi = scale * rng.normal(size=3)
+        exp_phi, jacobian = exp_and_right_jacobian_so3(phi)
+        np.testing.assert_allclose(exp_phi, Rotation.from_rotvec(phi).as_matrix(), atol=1e-15)
+        delta = 1e-7 * rng.normal(size=3)
+        perturbed = exp_phi @ Rotation.from_rotvec(jacobian @ delta).as_matrix()
+        np.testing.assert_allclose(
+            perturbed, Rotation.from_rotvec(phi + delta).as_matrix(), atol=1e-13
+        )
+
+
+@pytest.mark.parametrize('name', TRAJECTORIES)
+def test_noise_free_prediction_reproduces_strapdown_integration(name):
+    truth, imu, _ = _simulate(TRAJECTORIES[name], 20.0, ImuNoise.noise_free(), seed=0)
+    kf = ErrorStateKalmanFilter(truth.poses[0], truth.velocity_world[0], ImuNoise.noise_free())
+    poses = np.empty_like(truth.poses)
+    velocities = np.empty_like(truth.velocity_world)
+    for k in range(len(imu)):
+        kf.predict(imu.angular_velocity[k], imu.linear_acceleration[k], _dt(imu.times, k))
+        poses[k], velocities[k] = kf.pose, kf.velocity
+    expected_poses, expected_velocities = integrate_imu(
+        imu.times,
+        imu.angular_velocity,
+        imu.linear_acceleration,
+        truth.poses[0],
+        truth.velocity_world[0],
+    )
+    np.testing.assert_allclose(poses, expected_poses, rtol=0.0, atol=1e-9)
+    np.testing.assert_allclose(velocities, expected_velocities, rtol=0.0, atol=1e-9)
+    position_error = np.linalg.norm(poses[:, :3, 3] - truth.poses[:, :3, 3], axis=1)
+    assert position_error.max() < 2e-3
+    rotation_error = Rotation.from_matrix(
+        np.swapaxes(poses[:, :3, :3], 1, 2) @ truth.poses[:, :3, :3]
+    ).magnitude()
+    assert rotation_error.max() < 1e-4
+
+
+def test_delayed_fusion_equals_fusion_at_measurement_time():
+    truth, imu, rng = _simulate(TRAJECTORIES['yaw_sway'], 4.0, ImuNoise(), seed=7)
+    # (offload sample, arrival sample): the first two overlap, so two snapshots are
+    # outstanding at once; the last one arrives right after its offload.
+    offloads = [(96, 140), (128, 170), (400, 470), (600, 601)]
+    measurements = {start: _perturbed_pose(truth.poses[start], rng) for start, _ in offloads}
+    arrivals = {arrival: start for start, arrival in offloads}
+
+    reference = ErrorStateKalmanFilter(truth.poses[0], truth.velocity_world[0])
+    delayed = DelayedPoseFusion(
+        ErrorStateKalmanFilter(truth.poses[0], truth.velocity_world[0]), max_buffer=200
+    )
+    for k in range(len(imu)):
+        gyro, accel = imu.angular_velocity[k], imu.linear_acceleration[k]
+        reference.predict(gyro, accel, _dt(imu.times, k))
+        if k in measurements:
+            assert reference.fuse_pose(measurements[k], POSE_COVARIANCE)
+        assert delayed.add_imu(imu.times[k], gyro, accel) == ()
+        if k in measurements:
+            delayed.snapshot(k, imu.times[k])
+        if k in arrivals:
+            assert delayed.fuse(arrivals[k], measurements[arrivals[k]], POSE_COVARIANCE)
+        if not delayed.outstanding:
+            # Between offloads both filters hold the same estimate.
+            np.testing.assert_allclose(delayed.filter.pose, reference.pose, atol=1e-9)
+
+    kf = delayed.filter
+    assert kf.fused_count == reference.fused_count == len(offloads)
+    assert delayed.buffered == 0
+    np.testing.assert_allclose(kf.pose, reference.pose, rtol=0.0, atol=1e-9)
+    np.testing.assert_allclose(kf.velocity, reference.velocity, rtol=0.0, atol=1e-9)
+    for ours, theirs in zip(kf.biases, reference.biases, strict=True):
+        np.testing.assert_allclose(ours, theirs, rtol=0.0, atol=1e-9)
+    np.testing.assert_allclose(kf.covariance, reference.covariance, rtol=0.0, atol=1e-9)
+
+
+def test_out_of_order_and_unknown_snapshots_raise():
+    truth, imu, rng = _simulate(TRAJECTORIES['default'], 1.0, ImuNoise(), seed=2)
+    fusion = DelayedPoseFusion(ErrorStateKalmanFilter(truth.poses[0], truth.velocity_world[0]))
+    for k in range(100):
+        fusion.add_imu(imu.times[k], imu.angular_velocity[k], imu.linear_acceleration[k])
+        if k in (20, 40):
+            fusion.snapshot(f'frame{k}', imu.times[k])
+    assert fusion.outstanding == ('frame20', 'frame40')
+    with pytest.raises(ValueError, match='already outstanding'):
+        fusion.snapshot('frame40', imu.times[99])
+    assert fusion.fuse('frame40', _perturbed_pose(truth.poses[40], rng), POSE_COVARIANCE)
+    assert fusion.outstanding == ()
+    with pytest.raises(StaleSnapshotError, match="newer snapshot 'frame40' was fused first"):
+        fusion.fuse('frame20', truth.poses[20], POSE_COVARIANCE)
+    with pytest.raises(UnknownSnapshotError, match="'frame40'"):
+        fusion.fuse('frame40', truth.poses[40], POSE_COVARIANCE)
+    with pytest.raises(UnknownSnapshotError, match="'never'"):
+        fusion.fuse('never', truth.poses[40], POSE_COVARIANCE)
+    with pytest.raises(ValueError, match='from the latest IMU sample'):
+        fusion.snapshot('late', imu.times[99] + 0.5)
+    with pytest.raises(ValueError, match='not after the previous sample'):
+        fusion.add_imu(imu.times[99], imu.angular_velocity[99], imu.linear_acceleration[99])
+
+
+def test_buffer_overflow_drops_the_oldest_snapshot():
+    truth, imu, _ = _simulate(TRAJECTORIES['default'], 1.0, ImuNoise(), seed=4)
+    fusion = DelayedPoseFusion(
+        ErrorStateKalmanFilter(truth.poses[0], truth.velocity_world[0]), max_buffer=50
+    )
+    dropped = []
+    for k in range(120):
+        dropped.append(
+            fusion.add_imu(imu.times[k], imu.angular_velocity[k], imu.linear_acceleration[k])
+        )
+        if k in (10, 30):
+            fusion.snapshot(k, imu.times[k])
+        assert fusion.buffered <= 50
+    # Snapshot 10 overflows at its 51st buffered sample (k = 61), snapshot 30 at k = 81.
+    assert dropped[61] == (10,)
+    assert dropped[81] == (30,)
+    assert sum(len(keys) for keys in dropped) == fusion.dropped_snapshots == 2
+    assert fusion.outstanding == ()
+    assert fusion.buffered == 0
+    with pytest.raises(StaleSnapshotError, match=r'IMU buffer overflow \(max_buffer=50\)'):
+        fusion.fuse(10, truth.poses[10], POSE_COVARIANCE)
+
+
+def test_gate_rejects_an_outlier_and_counts_it():
+    truth, imu, rng = _simulate(TRAJECTORIES['yaw_sway'], 2.0, ImuNoise(), seed=5)
+    kf = ErrorStateKalmanFilter(truth.poses[0], truth.velocity_world[0])
+    for k in range(len(imu)):
+        kf.predict(imu.angular_velocity[k], imu.linear_acceleration[k], _dt(imu.times, k))
+        if k > 0 and k % MEASUREMENT_STRIDE == 0:
+            assert kf.fuse_pose(_perturbed_pose(truth.poses[k], rng), POSE_COVARIANCE)
+    outlier = truth.poses[-1].copy()
+    outlier[:3, 3] += [10.0, 0.0, 0.0]
+
+    ungated = kf.copy()
+    ungated.gate_threshold = None
+    before_pose, before_covariance = kf.pose, kf.covariance
+    assert not kf.fuse_pose(outlier, POSE_COVARIANCE)
+    assert kf.rejected_count == 1
+    assert kf.last_mahalanobis_sq > 1e3
+    np.testing.assert_array_equal(kf.pose, before_pose)
+    np.testing.assert_array_equal(kf.covariance, before_covariance)
+    # Without the gate the same pose drags the estimate metres away.
+    assert ungated.fuse_pose(outlier, POSE_COVARIANCE)
+    assert ungated.rejected_count == 0
+    assert np.linalg.norm(ungated.position - before_pose[:3, 3]) > 1.0
+
+    # Through the delayed path a rejected pose leaves the current estimate as it was.
+    fusion = DelayedPoseFusion(kf)
+    fusion.add_imu(imu.times[-1], imu.angular_velocity[-1], imu.linear_acceleration[-1])
+    fusion.snapshot('outlier', imu.times[-1])
+    for k in range(1, 20):
+        t = imu.times[-1] + k / IMU_RATE_HZ
+        fusion.add_imu(t, imu.angular_velocity[-1], imu.linear_acceleration[-1])
+    current_pose = kf.pose
+    assert not fusion.fuse('outlier', outlier, POSE_COVARIANCE)
+    assert kf.rejected_count == 2
+    np.testing.assert_array_equal(kf.pose, current_pose)
+
+
+def test_copy_is_independent():
+    kf = ErrorStateKalmanFilter()
+    other = kf.copy()
+    other.predict(np.array([0.0, 0.0, 1.0]), np.array([1.0, 0.0, 9.81]), 0.1)
+    np.testing.assert_array_equal(kf.pose, np.eye(4))
+    assert not np.array_equal(other.pose, np.eye(4))
+    state = other.snapshot()
+    other.predict(np.zeros(3), np.array([0.0, 0.0, 9.81]), 0.1)
+    other.restore(state)
+    np.testing.assert_array_equal(other.pose, make_poses(state.rotation, state.position))
+
+
+@dataclass(frozen=True)
+class MonteCarlo:
+    nees_pose: np.ndarray  # (runs, len(NEES_TIMES_S)), 6-dof pose NEES
+    nees_state: np.ndarray  # (runs, len(NEES_TIMES_S)), 15-dim NEES against the true biases
+    fused_rmse: float  # position RMSE over all runs and samples, m
+    imu_only_rmse: float  # the same for IMU-only dead reckoning from the same start
+    rejected: int
+
+
+@cache
+def _monte_carlo(name: str) -> MonteCarlo:
+    """Run the filter with datasheet IMU noise and noisy poses, MONTE_CARLO_RUNS times."""
+    eval_index = np.rint(np.array(NEES_TIMES_S) * IMU_RATE_HZ).astype(int)
+    nees_pose, nees_state, fused_sq, imu_only_sq, rejected = [], [], [], [], 0
+    for seed in range(MONTE_CARLO_RUNS):
+        truth, imu, rng = _simulate(TRAJECTORIES[name], NEES_DURATION_S, ImuNoise(), seed)
+        # The initial pose and velocity errors are drawn from the filter's own initial
+        # covariance, as the true initial biases are from its bias sigmas (simulate_imu).
+        initial_covariance = ErrorStateKalmanFilter().covariance[:9, :9]
+        error = rng.multivariate_normal(np.zeros(9), initial_covariance)
+        rotation = truth.poses[0, :3, :3] @ Rotation.from_rotvec(error[6:9]).as_matrix()
+        pose = make_poses(rotation, truth.poses[0, :3, 3] + error[:3])
+        velocity = truth.velocity_world[0] + error[3:6]
+        kf = ErrorStateKalmanFilter(pose, velocity, ImuNoise())
+        run_pose, run_state, position_error = [], [], []
+        for k in range(len(imu)):
+            kf.predict(imu.angular_velocity[k], imu.linear_acceleration[k], _dt(imu.times, k))
+            if k > 0 and k % MEASUREMENT_STRIDE == 0:
+                kf.fuse_pose(_perturbed_pose(truth.poses[k], rng), POSE_COVARIANCE)
+            position_error.append(truth.poses[k, :3, 3] - kf.position)
+            if k in eval_index:
+                state_error = _state_error(kf, truth, imu, k)
+                covariance = kf.covariance
+                pose_error = state_error[POSE_INDEX]
+                pose_covariance = covariance[np.ix_(POSE_INDEX, POSE_INDEX)]
+                run_pose.append(pose_error @ np.linalg.solve(pose_covariance, pose_error))
+                run_state.append(state_error @ np.linalg.solve(covariance, state_error))
+        dead_reckoned, _ = integrate_imu(
+            imu.times, imu.angular_velocity, imu.linear_acceleration, pose, velocity
+        )
+        nees_pose.append(run_pose)
+        nees_state.append(run_state)
+        fused_sq.append(np.sum(np.square(position_error), axis=1))
+        imu_only_sq.append(np.sum((dead_reckoned[:, :3, 3] - truth.poses[:, :3, 3]) ** 2, axis=1))
+        rejected += kf.rejected_count
+    return MonteCarlo(
+        nees_pose=np.array(nees_pose),
+        nees_state=np.array(nees_state),
+        fused_rmse=float(np.sqrt(np.mean(fused_sq))),
+        imu_only_rmse=float(np.sqrt(np.mean(imu_only_sq))),
+        rejected=rejected,
+    )
+
+
+@pytest.mark.parametrize('name', TRAJECTORIES)
+def test_filter_is_consistent(name):
+    """The average NEES over the runs lies within the two-sided 95 % chi-square bounds.
+
+    For a consistent filter ``runs * average NEES ~ chi2(runs * dof)``. Two checks:
+
+    * the NEES pooled over all evaluation times must lie within the plain 95 % bounds
+      (pooling correlated times only narrows its spread, so this keeps a <= 5 % false-alarm
+      rate and catches a systematically over- or under-confident filter);
+    * every time's NEES must lie within the 95 % bounds of the whole family of per-time
+      checks (Bonferroni over the 2 x len(NEES_TIMES_S) checks). With plain 95 % bounds
+      per check, 14 checks would fail a perfectly consistent filter about half the time:
+      with these seeds the 6-dof NEES at t = 1.5 s is 7.9 (bound 7.61), while 150 other
+      runs give 5.9 to 6.4 there and 5.95 over the whole run.
+    """
+    result = _monte_carlo(name)
+    runs = MONTE_CARLO_RUNS
+    checks = 2 * len(NEES_TIMES_S)
+    for label, nees, dof in (('pose', result.nees_pose, 6), ('state', result.nees_state, 15)):
+        low, high = chi2.ppf([0.025, 0.975], runs * dof) / runs
+        family_low, family_high = chi2.ppf([0.025 / checks, 1 - 0.025 / checks], runs * dof) / runs
+        average = nees.mean(axis=0)
+        pooled = float(nees.mean())
+        print(
+            f'{name} {label} ({dof} dof) NEES over {runs} runs at t={NEES_TIMES_S}: '
+            f'{np.round(average, 2).tolist()}, pooled {pooled:.2f}; 95% bounds '
+            f'[{low:.2f}, {high:.2f}], family-wise [{family_low:.2f}, {family_high:.2f}]'
+        )
+        assert low < pooled < high, (label, pooled, low, high)
+        assert np.all((average > family_low) & (average < family_high)), (label, average)
+    print(f'{name}: {result.rejected} of the gated poses rejected')
+
+
+@pytest.mark.parametrize('name', TRAJECTORIES)
+def test_pose_fusion_beats_imu_only_dead_reckoning(name):
+    result = _monte_carlo(name)
+    ratio = result.fused_rmse / result.imu_only_rmse
+    print(
+        f'{name}: position RMSE fused {result.fused_rmse:.4f} m, '
+        f'IMU only {result.imu_only_rmse:.3f} m, ratio {ratio:.4f}'
+    )
+    assert ratio < 0.2
+    # Each pose is measured to 5 cm; fusing them with the IMU should do at least as well.
+    assert result.fused_rmse < SIGMA_POSITION
