@@ -312,6 +312,7 @@ class LoadedSequence:
     depth: np.ndarray  # (N, H, W) float32 m
     poses: np.ndarray  # (M, 4, 4) T_world_body ground truth
     pose_times: np.ndarray  # (M,) s
+    velocities_world: np.ndarray  # (M, 3) m/s ground truth
     imu_times: np.ndarray  # (K,) s
     angular_velocity: np.ndarray  # (K, 3)
     linear_acceleration: np.ndarray  # (K, 3)
@@ -362,7 +363,7 @@ def read_sequence_bag(
     needed = {IMAGE_TOPIC, DEPTH_TOPIC, CAMERA_INFO_TOPIC, IMU_TOPIC, GROUND_TRUTH_TOPIC}
     if missing := needed - present:
         raise SequenceBagError(f'bag {path} is not an AccuMO sequence: no {sorted(missing)}')
-    rgb, depth, frame_times, poses, pose_times = [], [], [], [], []
+    rgb, depth, frame_times, poses, pose_times, velocities = [], [], [], [], [], []
     imu_times, gyro, accel = [], [], []
     intrinsics = None
     image_index = depth_index = 0
@@ -399,6 +400,8 @@ def read_sequence_bag(
             position = np.array([pose.position.x, pose.position.y, pose.position.z])
             poses.append(make_poses(rotation, position))
             pose_times.append(_seconds(message.header.stamp))
+            linear = message.twist.twist.linear  # in base_link (REP 105 child frame)
+            velocities.append(rotation @ np.array([linear.x, linear.y, linear.z]))
     if intrinsics is None or not rgb or len(rgb) != len(depth):
         raise SequenceBagError(f'bag {path}: images, depth and camera info do not match')
     return LoadedSequence(
@@ -409,6 +412,7 @@ def read_sequence_bag(
         depth=np.stack(depth),
         poses=np.stack(poses),
         pose_times=np.array(pose_times),
+        velocities_world=np.array(velocities),
         imu_times=np.array(imu_times),
         angular_velocity=np.array(gyro),
         linear_acceleration=np.array(accel),

@@ -154,6 +154,9 @@ def test_bag_round_trip(tmp_path, storage):
     np.testing.assert_array_equal(loaded.rgb[7], sequence.frame(7).rendered.rgb)
     np.testing.assert_array_equal(loaded.depth[7], sequence.frame(7).rendered.depth)
     np.testing.assert_allclose(loaded.frame_poses(), sequence.ground_truth.poses, atol=1e-9)
+    np.testing.assert_allclose(
+        loaded.velocities_world, sequence.ground_truth.velocity_world, atol=1e-9
+    )
     np.testing.assert_allclose(loaded.imu_times, sequence.imu.times, atol=1e-9)
     np.testing.assert_array_equal(loaded.angular_velocity, sequence.imu.angular_velocity)
 
