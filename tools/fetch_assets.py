@@ -116,27 +116,37 @@ def fail(message: str, *hints: str) -> None:
     sys.exit(1)
 
 
+def pip_download(python: str, spec: str, options: list[str], folder: Path, pattern: str) -> Path:
+    """Download one distribution (no dependencies) with pip; return the file."""
+    result = subprocess.run(
+        [python, '-m', 'pip', 'download', '-q', '--disable-pip-version-check', '--no-deps',
+         *options, '-d', str(folder), spec],
+        check=False,
+    )  # fmt: skip
+    files = list(folder.glob(pattern))
+    if result.returncode != 0 or not files:
+        fail(
+            f'pip could not download {spec}.',
+            'Check the network or PIP_INDEX_URL, then run make setup again.',
+        )
+    return files[0]
+
+
 def fetch_mediapipe(assets: Path, python: str) -> None:
     wanted = {inner: assets / rel for inner, (rel, _) in MEDIAPIPE_FILES.items()}
     if all(path.is_file() for path in wanted.values()):
         return
     print(f'fetching the BlazePose .tflite files from the {MEDIAPIPE_WHEEL} wheel (35 MB)')
     with tempfile.TemporaryDirectory() as scratch:
-        result = subprocess.run(
-            [
-                python, '-m', 'pip', 'download', '-q', '--disable-pip-version-check',
-                '--no-deps', '--only-binary', ':all:', '--python-version', '3.11',
-                '--platform', 'manylinux_2_28_x86_64', '-d', scratch, MEDIAPIPE_WHEEL,
-            ],
-            check=False,
+        wheel_path = pip_download(
+            python,
+            MEDIAPIPE_WHEEL,
+            ['--only-binary', ':all:', '--python-version', '3.11',
+             '--platform', 'manylinux_2_28_x86_64'],
+            Path(scratch),
+            'mediapipe-*.whl',
         )  # fmt: skip
-        wheels = list(Path(scratch).glob('mediapipe-*.whl'))
-        if result.returncode != 0 or not wheels:
-            fail(
-                f'pip could not download {MEDIAPIPE_WHEEL}.',
-                'Check the network or PIP_INDEX_URL, then run make setup again.',
-            )
-        with zipfile.ZipFile(wheels[0]) as wheel:
+        with zipfile.ZipFile(wheel_path) as wheel:
             names = set(wheel.namelist())
             for inner, target in wanted.items():
                 if inner not in names:
@@ -153,23 +163,13 @@ def fetch_evo_data(assets: Path, python: str) -> None:
         return
     print(f'fetching the TUM RGB-D and KITTI trajectories from the {EVO_SDIST} sdist (11 MB)')
     with tempfile.TemporaryDirectory() as scratch:
-        result = subprocess.run(
-            [
-                python, '-m', 'pip', 'download', '-q', '--disable-pip-version-check',
-                '--no-deps', '--no-binary', ':all:', '-d', scratch, EVO_SDIST,
-            ],
-            check=False,
-        )  # fmt: skip
-        archives = list(Path(scratch).glob('evo-*.tar.gz'))
-        if result.returncode != 0 or not archives:
-            fail(
-                f'pip could not download the {EVO_SDIST} source archive.',
-                'Check the network or PIP_INDEX_URL, then run make setup again.',
-            )
-        with tarfile.open(archives[0]) as archive:
+        archive_path = pip_download(
+            python, EVO_SDIST, ['--no-binary', ':all:'], Path(scratch), 'evo-*.tar.gz'
+        )
+        with tarfile.open(archive_path) as archive:
             missing = sorted(set(wanted) - set(archive.getnames()))
             if missing:
-                fail(f'{archives[0].name} lacks {", ".join(missing)}.')
+                fail(f'{archive_path.name} lacks {", ".join(missing)}.')
             for inner, target in wanted.items():
                 source = archive.extractfile(inner)
                 if source is None:  # a regular file always has contents
