@@ -83,6 +83,29 @@ injected into the nominal state and reset to zero, with the reset Jacobian
 ``G = diag(I, I, I - [½δθ]×, I, I)`` applied to the covariance (Solà §6.3, eq. 287). Its
 effect is second order (δθ is a few mrad here), but it costs one 15×15 product per update.
 
+Relative measurements (stochastic cloning)
+-------------------------------------------
+The server's VO gives the pose of the offloaded frame *relative to the previous offloaded
+frame*, ``T_c_body``. Turning it into an absolute pose with the filter's own estimate of the
+earlier frame, and fusing that as independent, feeds the filter's error back into its
+measurement: on the held-out sequences the fused trajectory then drifted to metres where
+the chained VO stayed within decimetres. Chaining the VO poses instead makes a measurement
+whose error is a random walk, which the filter soon treats as an outlier. So relative poses
+are fused as relative, by stochastic cloning (Roumeliotis & Burdick, ICRA 2002):
+:meth:`ErrorStateKalmanFilter.clone_pose` keeps a copy of the pose at the earlier frame,
+``(p_c, R_c)``, with its covariance and its cross-covariance with the error state (carried
+through each prediction as ``F P_xc``; the clone itself does not move).
+:meth:`~ErrorStateKalmanFilter.fuse_relative_pose` then updates the 21-dim augmented state
+(``filterpy.kalman.update``) with ``h = (R_cᵀ(p - p_c), R_cᵀ R)`` and, to first order,
+
+* translation rows: ``R̂_cᵀ`` at ``δp``, ``-R̂_cᵀ`` at ``δp_c``, ``[R̂_cᵀ(p̂ - p̂_c)]×`` at ``δθ_c``;
+* rotation rows, residual ``Log(R̂_relᵀ R_meas)``: ``I`` at ``δθ``, ``-R̂_relᵀ`` at ``δθ_c``.
+
+The measurement covariance is VO's: translation in the first body frame and rotation as a
+rotation vector in that frame, i.e. ``R_meas = Exp(n₁) R_rel``; it is turned into the
+residual's right perturbation ``n₂ = R_relᵀ n₁``. After the update the clone moves to the
+current pose, so the next pair's pose chains on.
+
 Delayed measurements (the release's scheme, spec §2.5 "Release-specific behaviour")
 ---------------------------------------------------------------------------------
 :class:`DelayedPoseFusion` wraps a filter. At an odometry offload, :meth:`snapshot` saves
@@ -105,11 +128,12 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict, deque
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
 import numpy as np
 from filterpy.kalman import KalmanFilter
+from filterpy.kalman import update as kalman_update
 from scipy.spatial.transform import Rotation
 from scipy.stats import chi2
 
@@ -125,6 +149,7 @@ _ATT = slice(6, 9)
 _BG = slice(9, 12)
 _BA = slice(12, 15)
 DEFAULT_GATE_PROBABILITY = 0.999
+DEFAULT_MAX_CONSECUTIVE_REJECTIONS = 3
 
 # The pose measurement sees δp and δθ directly.
 _H_POSE = np.zeros((POSE_DIM, ERROR_DIM))
@@ -199,6 +224,27 @@ class FilterState:
     covariance: np.ndarray
     last_gyro: np.ndarray | None
     last_accel: np.ndarray | None
+    clone: PoseClone | None = None
+
+
+@dataclass(frozen=True)
+class PoseClone:
+    """A cloned pose for relative updates: nominal pose and its covariances.
+
+    ``cross`` is the 15×6 covariance of the error state with ``[δp_c, δθ_c]`` and
+    ``covariance`` the clone's own 6×6, in :meth:`ErrorStateKalmanFilter.fuse_pose`'s order.
+    """
+
+    position: np.ndarray
+    rotation: np.ndarray
+    cross: np.ndarray
+    covariance: np.ndarray
+
+    def copy(self) -> PoseClone:
+        """Return a deep copy."""
+        return PoseClone(
+            self.position.copy(), self.rotation.copy(), self.cross.copy(), self.covariance.copy()
+        )
 
 
 class ErrorStateKalmanFilter:
@@ -219,14 +265,23 @@ class ErrorStateKalmanFilter:
         accel_bias: np.ndarray | None = None,
         covariance: np.ndarray | None = None,
         gate_probability: float | None = DEFAULT_GATE_PROBABILITY,
+        max_consecutive_rejections: int | None = DEFAULT_MAX_CONSECUTIVE_REJECTIONS,
+        recovery_velocity_sigma: float = 1.0,
     ) -> None:
         """Start at ``pose`` (T_world_body, default identity) and ``velocity`` (world).
 
         The initial covariance is diagonal from the ``*_sigma`` keywords (bias sigmas
         default to ``noise``'s initial-bias sigmas), unless a full 15×15 ``covariance`` is
         given. ``gate_probability`` is the chi-square quantile of the Mahalanobis gate on
-        pose updates; ``None`` disables the gate.
+        pose updates; ``None`` disables the gate. After ``max_consecutive_rejections``
+        rejected poses in a row the filter takes itself to be wrong, not the poses: the
+        next one is fused with the velocity uncertainty widened by ``recovery_velocity_sigma``
+        (m/s, default the walking-pace speed scale of the robot) and the accelerometer-bias
+        uncertainty by its datasheet sigma (counted in ``recovered_count``; ``None`` never
+        does this).
         """
+        if max_consecutive_rejections is not None and max_consecutive_rejections < 1:
+            raise ValueError('max_consecutive_rejections must be at least 1 (or None)')
         pose = np.eye(4) if pose is None else np.asarray(pose, dtype=np.float64)
         if pose.shape != (4, 4):
             raise ValueError(f'pose must be 4x4, got {pose.shape}')
@@ -238,6 +293,7 @@ class ErrorStateKalmanFilter:
         self._ba = np.zeros(3) if accel_bias is None else np.array(accel_bias, dtype=np.float64)
         self._last_gyro: np.ndarray | None = None
         self._last_accel: np.ndarray | None = None
+        self._clone: PoseClone | None = None
 
         # filterpy holds the error state (mean, always zero between steps) and its
         # covariance, and does the linear predict/update with per-step F, Q, H, R. The
@@ -260,13 +316,26 @@ class ErrorStateKalmanFilter:
                 3,
             )
             self._kf.P = np.diag(sigmas**2)
+        self._recovery_variance = np.concatenate(
+            [
+                np.full(3, recovery_velocity_sigma**2),
+                np.full(
+                    3,
+                    (self.noise.accel_bias_sigma if accel_bias_sigma is None else accel_bias_sigma)
+                    ** 2,
+                ),
+            ]
+        )
         self._kf.H = _H_POSE.copy()
 
         self.gate_threshold: float | None = (
             None if gate_probability is None else float(chi2.ppf(gate_probability, POSE_DIM))
         )
+        self.max_consecutive_rejections = max_consecutive_rejections
         self.fused_count = 0
         self.rejected_count = 0
+        self.recovered_count = 0
+        self.consecutive_rejections = 0
         self.last_mahalanobis_sq: float | None = None
 
         n = self.noise
@@ -326,6 +395,7 @@ class ErrorStateKalmanFilter:
             covariance=self._kf.P.copy(),
             last_gyro=None if self._last_gyro is None else self._last_gyro.copy(),
             last_accel=None if self._last_accel is None else self._last_accel.copy(),
+            clone=None if self._clone is None else self._clone.copy(),
         )
 
     def restore(self, state: FilterState) -> None:
@@ -339,6 +409,7 @@ class ErrorStateKalmanFilter:
         self._kf.x = np.zeros((ERROR_DIM, 1))
         self._last_gyro = None if state.last_gyro is None else state.last_gyro.copy()
         self._last_accel = None if state.last_accel is None else state.last_accel.copy()
+        self._clone = None if state.clone is None else state.clone.copy()
 
     def copy(self) -> ErrorStateKalmanFilter:
         """Return an independent filter in the same state, with the same settings."""
@@ -397,6 +468,12 @@ class ErrorStateKalmanFilter:
         f[_ATT, _BG] = -dt * jr
 
         self._kf.predict(F=f, Q=q)
+        if self._clone is not None:
+            # The clone does not move: its cross-covariance goes through F alone.
+            self._clone = PoseClone(
+                self._clone.position, self._clone.rotation, f @ self._clone.cross,
+                self._clone.covariance,
+            )  # fmt: skip
         self._r, self._v, self._p = r_next, v_next, p_next
         self._last_gyro, self._last_accel = gyro.copy(), accel.copy()
 
@@ -433,29 +510,126 @@ class ErrorStateKalmanFilter:
         ``last_mahalanobis_sq`` whether or not the pose is fused.
         """
         pose_measured = np.asarray(pose_measured, dtype=np.float64)
-        covariance = np.asarray(covariance, dtype=np.float64)
+        covariance = _pose_covariance(covariance)
         if pose_measured.shape != (4, 4):
             raise ValueError(f'pose must be 4x4, got {pose_measured.shape}')
-        if covariance.shape != (POSE_DIM, POSE_DIM):
-            raise ValueError(f'pose covariance must be 6x6, got {covariance.shape}')
         residual = self.pose_residual(pose_measured)
+        return self._gated_update(residual, _H_POSE, np.zeros((POSE_DIM, POSE_DIM)), covariance)
 
+    @property
+    def has_clone(self) -> bool:
+        """Whether a pose is cloned for :meth:`fuse_relative_pose`."""
+        return self._clone is not None
+
+    def clone_pose(self) -> None:
+        """Clone the current pose: later relative poses are measured from it."""
+        index = np.r_[_POS, _ATT]
+        self._clone = PoseClone(
+            position=self._p.copy(),
+            rotation=self._r.copy(),
+            cross=self._kf.P[:, index].copy(),
+            covariance=self._kf.P[np.ix_(index, index)].copy(),
+        )
+
+    def drop_clone(self) -> None:
+        """Forget the cloned pose (relative fusion needs a new :meth:`clone_pose`)."""
+        self._clone = None
+
+    def fuse_relative_pose(self, relative_pose: np.ndarray, covariance: np.ndarray) -> bool:
+        """Fuse the measured pose of the body in the cloned one, ``T_clone_body``.
+
+        ``covariance`` is 6×6: translation (m) and rotation vector (rad), both in the
+        cloned body frame, as :class:`accumo_ros.visual_odometry.VoResult` gives them.
+        Returns False if the gate rejected it. Either way the clone then moves to the
+        current pose, so the next relative pose is measured from here (module docstring).
+        Raises RuntimeError without a clone.
+        """
+        if self._clone is None:
+            raise RuntimeError('no cloned pose: call clone_pose() at the first frame of the pair')
+        relative_pose = np.asarray(relative_pose, dtype=np.float64)
+        if relative_pose.shape != (4, 4):
+            raise ValueError(f'relative pose must be 4x4, got {relative_pose.shape}')
+        covariance = _pose_covariance(covariance)
+        clone = self._clone
+        rotation_clone_t = clone.rotation.T
+        translation = rotation_clone_t @ (self._p - clone.position)
+        rotation = rotation_clone_t @ self._r
+        measured_rotation = relative_pose[:3, :3]
+        residual = np.concatenate(
+            [relative_pose[:3, 3] - translation, _log_so3(rotation.T @ measured_rotation)]
+        )
+        h_state = np.zeros((POSE_DIM, ERROR_DIM))
+        h_state[0:3, _POS] = rotation_clone_t
+        h_state[3:6, _ATT] = _I3
+        h_clone = np.zeros((POSE_DIM, POSE_DIM))
+        h_clone[0:3, 0:3] = -rotation_clone_t
+        h_clone[0:3, 3:6] = skew(translation)
+        h_clone[3:6, 3:6] = -rotation.T
+        # Rotation noise from the clone frame (left) to the residual's right perturbation.
+        to_right = np.eye(POSE_DIM)
+        to_right[3:6, 3:6] = measured_rotation.T
+        fused = self._gated_update(residual, h_state, h_clone, to_right @ covariance @ to_right.T)
+        self.clone_pose()
+        return fused
+
+    def _augmented_covariance(self) -> np.ndarray:
+        """Return ``P``, or with a clone the 21×21 covariance of state and clone."""
+        clone = self._clone
+        if clone is None:
+            return self._kf.P
+        return np.block([[self._kf.P, clone.cross], [clone.cross.T, clone.covariance]])
+
+    def _gated_update(
+        self,
+        residual: np.ndarray,
+        h_state: np.ndarray,
+        h_clone: np.ndarray,
+        covariance: np.ndarray,
+    ) -> bool:
+        """Gate, then update the (clone-augmented) error state and inject it."""
+        clone = self._clone
+        h_full = h_state if clone is None else np.hstack([h_state, h_clone])
+        p_full = self._augmented_covariance()
         # The gate has to be decided before the update, and filterpy's update neither gates
         # nor exposes S beforehand, so S is formed here (6×6, cheap).
-        innovation_cov = _H_POSE @ self._kf.P @ _H_POSE.T + covariance
+        innovation_cov = h_full @ p_full @ h_full.T + covariance
         distance_sq = float(residual @ np.linalg.solve(innovation_cov, residual))
         self.last_mahalanobis_sq = distance_sq
         if self.gate_threshold is not None and distance_sq > self.gate_threshold:
-            self.rejected_count += 1
-            return False
-
+            if (
+                self.max_consecutive_rejections is None
+                or self.consecutive_rejections < self.max_consecutive_rejections
+            ):
+                self.rejected_count += 1
+                self.consecutive_rejections += 1
+                return False
+            # Poses keep disagreeing with the prediction: an earlier outlier that passed the
+            # gate (or a bad start) left the velocity wrong but "certain". Reopen the
+            # velocity and accelerometer-bias uncertainty and take this pose.
+            self.recovered_count += 1
+            recovery = np.zeros(ERROR_DIM)
+            recovery[_VEL] = self._recovery_variance[:3]
+            recovery[_BA] = self._recovery_variance[3:]
+            self._kf.P = self._kf.P + np.diag(recovery)
+            p_full = self._augmented_covariance()
+        self.consecutive_rejections = 0
         # The error mean is zero before the update, so filterpy's y = z - Hx is the residual.
-        self._kf.update(residual.reshape(POSE_DIM, 1), R=covariance, H=_H_POSE)
-        self._inject_and_reset(self._kf.x[:, 0].copy())
+        error, p_full = kalman_update(
+            np.zeros((p_full.shape[0], 1)), p_full, residual.reshape(POSE_DIM, 1), covariance,
+            h_full,
+        )  # fmt: skip
+        self._kf.P = p_full[:ERROR_DIM, :ERROR_DIM]
+        if clone is not None:
+            self._clone = PoseClone(
+                clone.position, clone.rotation, p_full[:ERROR_DIM, ERROR_DIM:],
+                p_full[ERROR_DIM:, ERROR_DIM:],
+            )  # fmt: skip
+        self._inject_and_reset(error[:, 0])
         self.fused_count += 1
         return True
 
     def _inject_and_reset(self, error: np.ndarray) -> None:
+        # ``error`` is 15-dim, or 21-dim with the clone's [δp_c, δθ_c] after it.
         # Injection (Solà §6.2), local orientation error: R ← R Exp(δθ).
         self._p = self._p + error[_POS]
         self._v = self._v + error[_VEL]
@@ -470,6 +644,25 @@ class ErrorStateKalmanFilter:
         # Keep P symmetric: the predict products accumulate rounding asymmetry.
         self._kf.P = 0.5 * (p + p.T)
         self._kf.x = np.zeros((ERROR_DIM, 1))
+        clone = self._clone
+        if clone is not None:
+            clone_error = error[ERROR_DIM:] if error.shape[0] > ERROR_DIM else np.zeros(6)
+            g_clone = np.eye(POSE_DIM)
+            g_clone[3:6, 3:6] = _I3 - skew(0.5 * clone_error[3:6])
+            clone_cov = g_clone @ clone.covariance @ g_clone.T
+            self._clone = PoseClone(
+                position=clone.position + clone_error[0:3],
+                rotation=clone.rotation @ exp_and_right_jacobian_so3(clone_error[3:6])[0],
+                cross=g @ clone.cross @ g_clone.T,
+                covariance=0.5 * (clone_cov + clone_cov.T),
+            )
+
+
+def _pose_covariance(covariance: np.ndarray) -> np.ndarray:
+    covariance = np.asarray(covariance, dtype=np.float64)
+    if covariance.shape != (POSE_DIM, POSE_DIM):
+        raise ValueError(f'pose covariance must be 6x6, got {covariance.shape}')
+    return covariance
 
 
 class SnapshotError(LookupError):
@@ -601,10 +794,46 @@ class DelayedPoseFusion:
         self._snapshots[key] = _Snapshot(self._count, t, self.filter.snapshot())
 
     def fuse(self, key: Hashable, pose_measured: np.ndarray, covariance: np.ndarray) -> bool:
-        """Fuse the server pose of snapshot ``key``; return False if the gate rejected it.
+        """Fuse the server pose ``T_world_body`` of snapshot ``key``; False if gated out.
 
         Rolls back to the snapshot, fuses, re-predicts the buffered samples after it. The
         snapshot is consumed either way.
+        """
+        return self._fuse_at(key, lambda: self.filter.fuse_pose(pose_measured, covariance))
+
+    def fuse_relative(
+        self, key: Hashable, relative_pose: np.ndarray | None, covariance: np.ndarray | None
+    ) -> bool:
+        """Fuse the server's ``T_clone_body`` for snapshot ``key``; False if gated out.
+
+        The filter must hold a clone (:meth:`ErrorStateKalmanFilter.clone_pose`) from the
+        previous offloaded frame. Rolls back to the snapshot, fuses by
+        :meth:`~ErrorStateKalmanFilter.fuse_relative_pose` (which moves the clone to this
+        frame) and re-predicts. ``relative_pose=None`` (the server had no pose: a failed
+        pair, or the first frame) only clones this frame's pose and returns False.
+        """
+        if relative_pose is None:
+
+            def update() -> bool:
+                self.filter.clone_pose()
+                return False
+
+            return self._fuse_at(key, update, repredict_on_reject=True)
+        if covariance is None:
+            raise ValueError('a relative pose needs its covariance')
+        return self._fuse_at(
+            key,
+            lambda: self.filter.fuse_relative_pose(relative_pose, covariance),
+            repredict_on_reject=True,
+        )
+
+    def _fuse_at(
+        self, key: Hashable, update: Callable[[], bool], *, repredict_on_reject: bool = False
+    ) -> bool:
+        """Roll back to snapshot ``key``, run ``update`` and re-predict the buffer.
+
+        A rejected update changes nothing at the snapshot unless it moved the clone
+        (``repredict_on_reject``), so the current state is simply restored.
         """
         if key not in self._snapshots:
             if key in self._stale:
@@ -621,7 +850,8 @@ class DelayedPoseFusion:
 
         current = self.filter.snapshot()
         self.filter.restore(snap.state)
-        if not self.filter.fuse_pose(pose_measured, covariance):
+        fused = update()
+        if not fused and not repredict_on_reject:
             # Nothing changed at the snapshot, so re-predicting would give the current state.
             self.filter.restore(current)
             self._trim_buffer()
@@ -634,7 +864,7 @@ class DelayedPoseFusion:
             index += 1
         self._refresh_snapshots(index)
         self._trim_buffer()
-        return True
+        return fused
 
     def _refresh_snapshots(self, index: int) -> None:
         for other in self._snapshots.values():

@@ -342,3 +342,177 @@ def test_pose_fusion_beats_imu_only_dead_reckoning(name):
     assert ratio < 0.2
     # Each pose is measured to 5 cm; fusing them with the IMU should do at least as well.
     assert result.fused_rmse < SIGMA_POSITION
+
+
+# Relative poses (the server's VO): noise in the first body frame, as VoResult reports it.
+SIGMA_RELATIVE_TRANSLATION = 0.01  # m
+SIGMA_RELATIVE_ROTATION = np.radians(0.3)  # rad
+RELATIVE_COVARIANCE = np.diag(
+    [SIGMA_RELATIVE_TRANSLATION**2] * 3 + [SIGMA_RELATIVE_ROTATION**2] * 3
+)
+RELATIVE_RUNS = 12
+RELATIVE_DURATION_S = 8.0
+
+
+def _relative_measurement(
+    first: np.ndarray, second: np.ndarray, rng: np.random.Generator
+) -> np.ndarray:
+    """Return the noisy ``T_first_second``: translation and left rotation noise in frame 1."""
+    relative = np.linalg.inv(first) @ second
+    noise = rng.normal(size=6)
+    rotation = Rotation.from_rotvec(SIGMA_RELATIVE_ROTATION * noise[3:]).as_matrix()
+    return make_poses(
+        rotation @ relative[:3, :3], relative[:3, 3] + SIGMA_RELATIVE_TRANSLATION * noise[:3]
+    )
+
+
+def test_relative_fusion_needs_a_clone():
+    kf = ErrorStateKalmanFilter()
+    assert not kf.has_clone
+    with pytest.raises(RuntimeError, match='clone_pose'):
+        kf.fuse_relative_pose(np.eye(4), RELATIVE_COVARIANCE)
+    kf.clone_pose()
+    assert kf.has_clone
+    # At the cloned pose itself, the identity is exactly what is expected.
+    assert kf.fuse_relative_pose(np.eye(4), RELATIVE_COVARIANCE)
+    assert kf.last_mahalanobis_sq == pytest.approx(0.0, abs=1e-12)
+    kf.drop_clone()
+    assert not kf.has_clone
+
+
+@cache
+def _relative_monte_carlo() -> tuple[np.ndarray, float, float, int]:
+    """Fuse noisy relative poses every 8 frames; return (NEES, fused, IMU-only RMSE, rejected).
+
+    NEES is the 15-dim state NEES at the end of each run. The initial pose is exact, so the
+    position error is the drift the relative poses let through.
+    """
+    nees, fused_sq, imu_only_sq, rejected = [], [], [], 0
+    for seed in range(RELATIVE_RUNS):
+        truth, imu, rng = _simulate(
+            TRAJECTORIES['yaw_sway'], RELATIVE_DURATION_S, ImuNoise(), seed
+        )
+        kf = ErrorStateKalmanFilter(truth.poses[0], truth.velocity_world[0], ImuNoise())
+        previous = 0
+        position_error = []
+        for k in range(len(imu)):
+            kf.predict(imu.angular_velocity[k], imu.linear_acceleration[k], _dt(imu.times, k))
+            if k == 0:
+                kf.clone_pose()
+            elif k % MEASUREMENT_STRIDE == 0:
+                measured = _relative_measurement(truth.poses[previous], truth.poses[k], rng)
+                kf.fuse_relative_pose(measured, RELATIVE_COVARIANCE)
+                previous = k
+            position_error.append(truth.poses[k, :3, 3] - kf.position)
+        state_error = _state_error(kf, truth, imu, len(imu) - 1)
+        nees.append(state_error @ np.linalg.solve(kf.covariance, state_error))
+        dead_reckoned, _ = integrate_imu(
+            imu.times,
+            imu.angular_velocity,
+            imu.linear_acceleration,
+            truth.poses[0],
+            truth.velocity_world[0],
+        )
+        fused_sq.append(np.sum(np.square(position_error), axis=1))
+        imu_only_sq.append(np.sum((dead_reckoned[:, :3, 3] - truth.poses[:, :3, 3]) ** 2, axis=1))
+        rejected += kf.rejected_count
+    return (
+        np.array(nees),
+        float(np.sqrt(np.mean(fused_sq))),
+        float(np.sqrt(np.mean(imu_only_sq))),
+        rejected,
+    )
+
+
+def test_relative_pose_fusion_is_consistent_and_bounds_the_drift():
+    """Stochastic cloning keeps the filter consistent and the drift far below dead reckoning.
+
+    Absolute position and yaw are unobservable from relative poses, so their variance
+    grows; the 15-dim NEES checks that it grows as fast as the true error does.
+    """
+    nees, fused_rmse, imu_only_rmse, rejected = _relative_monte_carlo()
+    low, high = chi2.ppf([0.025, 0.975], RELATIVE_RUNS * 15) / RELATIVE_RUNS
+    print(
+        f'relative fusion: state NEES {nees.mean():.2f} (95% bounds [{low:.2f}, {high:.2f}]); '
+        f'position RMSE fused {fused_rmse:.4f} m, IMU only {imu_only_rmse:.3f} m; '
+        f'{rejected} rejected'
+    )
+    assert low < nees.mean() < high
+    # The 99.9 % gate on 30 poses a run: a few rejections among 360 are chance.
+    assert rejected <= 0.01 * RELATIVE_RUNS * (
+        RELATIVE_DURATION_S * IMU_RATE_HZ // MEASUREMENT_STRIDE
+    )
+    assert fused_rmse < 0.2 * imu_only_rmse
+
+
+def test_delayed_relative_fusion_equals_fusion_at_measurement_time():
+    truth, imu, rng = _simulate(TRAJECTORIES['yaw_sway'], 4.0, ImuNoise(), seed=11)
+    offloads = list(range(MEASUREMENT_STRIDE, len(imu) - 20, MEASUREMENT_STRIDE))
+    failed = offloads[3]  # the server had no pose for this pair: the chain restarts there
+    latency = 16  # samples; below the stride, so one offload is in flight at a time
+    measurements, previous = {}, 0
+    for k in offloads:
+        measurements[k] = (
+            None
+            if k == failed
+            else _relative_measurement(truth.poses[previous], truth.poses[k], rng)
+        )
+        previous = k
+    arrivals = {k + latency: k for k in offloads}
+
+    reference = ErrorStateKalmanFilter(truth.poses[0], truth.velocity_world[0])
+    delayed = DelayedPoseFusion(ErrorStateKalmanFilter(truth.poses[0], truth.velocity_world[0]))
+    for k in range(len(imu)):
+        gyro, accel = imu.angular_velocity[k], imu.linear_acceleration[k]
+        reference.predict(gyro, accel, _dt(imu.times, k))
+        delayed.add_imu(imu.times[k], gyro, accel)
+        if k == 0:
+            reference.clone_pose()
+            delayed.filter.clone_pose()
+        elif k in measurements:
+            if measurements[k] is None:
+                reference.clone_pose()
+            else:
+                assert reference.fuse_relative_pose(measurements[k], RELATIVE_COVARIANCE)
+            delayed.snapshot(k, imu.times[k])
+        if k in arrivals:
+            start = arrivals[k]
+            fused = delayed.fuse_relative(start, measurements[start], RELATIVE_COVARIANCE)
+            assert fused == (measurements[start] is not None)
+        if not delayed.outstanding:
+            np.testing.assert_allclose(delayed.filter.pose, reference.pose, atol=1e-9)
+
+    kf = delayed.filter
+    assert kf.fused_count == reference.fused_count == len(offloads) - 1
+    np.testing.assert_allclose(kf.pose, reference.pose, rtol=0.0, atol=1e-9)
+    np.testing.assert_allclose(kf.velocity, reference.velocity, rtol=0.0, atol=1e-9)
+    np.testing.assert_allclose(kf.covariance, reference.covariance, rtol=0.0, atol=1e-9)
+
+
+def test_poses_rejected_in_a_row_reopen_the_velocity():
+    """A filter sure of a wrong velocity rejects good poses, but never more than three."""
+    truth, imu, rng = _simulate(TRAJECTORIES['default'], 3.0, ImuNoise(), seed=2)
+    wrong_velocity = truth.velocity_world[0] + np.array([2.0, 0.0, 0.0])
+    kf = ErrorStateKalmanFilter(truth.poses[0], wrong_velocity, ImuNoise(), velocity_sigma=0.005)
+    stuck = kf.copy()
+    stuck.max_consecutive_rejections = None
+    outcomes, stuck_outcomes = [], []
+    for k in range(len(imu)):
+        for filter_ in (kf, stuck):
+            filter_.predict(imu.angular_velocity[k], imu.linear_acceleration[k], _dt(imu.times, k))
+        if k > 0 and k % MEASUREMENT_STRIDE == 0:
+            measured = _perturbed_pose(truth.poses[k], rng)
+            outcomes.append(kf.fuse_pose(measured, POSE_COVARIANCE))
+            stuck_outcomes.append(stuck.fuse_pose(measured, POSE_COVARIANCE))
+    # Never more than three rejections in a row; once the velocity is right, all are taken.
+    assert outcomes[:4] == [False, False, False, True]
+    assert 'FFFF' not in ''.join('T' if taken else 'F' for taken in outcomes)
+    assert kf.recovered_count >= 1
+    assert all(outcomes[-10:])
+    assert not any(stuck_outcomes)
+    final_velocity_error = np.linalg.norm(kf.velocity - truth.velocity_world[-1])
+    stuck_velocity_error = np.linalg.norm(stuck.velocity - truth.velocity_world[-1])
+    print(f'velocity error {final_velocity_error:.3f} m/s, {stuck_velocity_error:.3f} if stuck')
+    assert final_velocity_error < 0.2 * stuck_velocity_error
+    with pytest.raises(ValueError, match='max_consecutive_rejections'):
+        ErrorStateKalmanFilter(max_consecutive_rejections=0)
