@@ -1,0 +1,457 @@
+# Copyright 2026 The edge_offload authors
+# SPDX-License-Identifier: Apache-2.0
+r"""``python -m accumo_ros.odometry_eval``: odometry accuracy on a generated data set.
+
+Two jobs, both on sequences written by ``accumo_generate``:
+
+1. **Accuracy table** (held-out split): KITTI t_err and r_err, with segment lengths scaled
+   to the sequences (:func:`accumo_ros.metrics.kitti_segment_lengths`), of
+
+   * *server VO*: frame-pair visual odometry (:mod:`accumo_ros.visual_odometry`) on every
+     ``--stride``-th frame, chained, scored on those frames;
+   * *Kalman only*: the error-state filter on the IMU alone (the odometry local algorithm),
+     scored on every frame;
+   * *Kalman + VO*: the same filter fusing each VO pose ``--latency`` frames after its
+     frame by rollback and stochastic cloning (the odometry tracker), every frame.
+
+2. **Accuracy model** (``--fit``): for every 32-frame window of every train sequence, the
+   drop in t_err (frame-level proxy) of offloading at stride 8 inside the window instead of
+   4, against the window's angular speed from the IMU-only filter; the 95th-percentile
+   regression of one on the other (:mod:`accumo_ros.odometry_model`) is written to
+   ``--model``. The same measurement on the held-out split gives the correlation of the
+   model's bound with the true drop, and how many true drops lie under the bound.
+
+The VO's metric scale comes from a depth map of the first frame of each pair: ``--depth
+gt`` is the ground truth (the geometry alone), ``--depth server`` the trained server depth
+net (what the robot gets). The filter starts from the true pose and velocity, with the
+datasheet IMU noise of the data set (BMI263) and zero initial bias estimates.
+
+    python -m accumo_ros.odometry_eval --dataset results/accumo_dataset --fit \
+        --model src/accumo_ros/accumo_ros/weights/odometry_accuracy.yaml
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import shlex
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from scipy.stats import pearsonr, spearmanr
+
+from accumo_ros.dataset import load_index, split_paths
+from accumo_ros.imu import ImuNoise
+from accumo_ros.imu_filter import DelayedPoseFusion, ErrorStateKalmanFilter
+from accumo_ros.metrics import SegmentErrors, kitti_errors, segment_errors
+from accumo_ros.odometry_model import (
+    OdometryAccuracyModel,
+    quantile_regression,
+    window_angular_speed,
+)
+from accumo_ros.sequence_bag import LoadedSequence, read_sequence_bag
+from accumo_ros.visual_odometry import FramePairOdometry, VoResult
+
+DepthSource = Callable[[LoadedSequence, int], np.ndarray]
+# Segment starts every this many frames (the KITTI devkit's step is 10 frames at 10 Hz; at
+# 60 FPS a start every 6 frames keeps the same time spacing).
+SEGMENT_STEP = 6
+
+
+def imu_noise_of(sequence: LoadedSequence) -> ImuNoise:
+    """Return the IMU noise model the sequence was generated with (its bag metadata)."""
+    text = sequence.metadata.get('accumo.imu_noise')
+    return ImuNoise(**json.loads(text)) if text else ImuNoise()
+
+
+class VoCache:
+    """Server VO of frame pairs, computed once per pair."""
+
+    def __init__(self, sequence: LoadedSequence, depth_of: DepthSource) -> None:
+        self.sequence = sequence
+        self.depth_of = depth_of
+        self._odometry = FramePairOdometry(sequence.intrinsics)
+        self._results: dict[tuple[int, int], VoResult] = {}
+
+    def __call__(self, first: int, second: int) -> VoResult:
+        """Return the VO estimate of frame ``second`` relative to frame ``first``."""
+        key = (first, second)
+        if key not in self._results:
+            s = self.sequence
+            self._results[key] = self._odometry.estimate(
+                s.rgb[first], s.rgb[second], self.depth_of(s, first)
+            )
+        return self._results[key]
+
+
+class FusedOdometryRun:
+    """The odometry tracker on a sequence: the ESKF fusing server VO poses late.
+
+    Frames are processed in order by :meth:`run_to`. At an offloaded frame the filter state
+    is snapshotted; ``latency`` frames later the VO pose of the pair (previous offloaded
+    frame, this frame) is fused by rollback. ``copy.deepcopy`` of a run at a frame boundary
+    continues the same history under another schedule.
+    """
+
+    def __init__(
+        self,
+        sequence: LoadedSequence,
+        vo: VoCache | None,
+        offloads: Sequence[int],
+        latency: int,
+        noise: ImuNoise,
+    ) -> None:
+        self.sequence = sequence
+        self.vo = vo
+        self.latency = latency
+        truth = sequence.frame_poses()
+        self.filter = ErrorStateKalmanFilter(truth[0], sequence.velocities_world[0], noise)
+        self.fusion = DelayedPoseFusion(self.filter)
+        self.poses = np.empty_like(truth)
+        self.frame = 0  # the next frame to process
+        self._imu = 0  # the next IMU sample to feed
+        self._previous_offload: int | None = None
+        self._arrivals: dict[int, tuple[int, int]] = {}  # arrival frame -> (first, second)
+        self.set_offloads(offloads)
+
+    def fork(self) -> FusedOdometryRun:
+        """Return an independent copy of the run (sharing the sequence and the VO cache)."""
+        other = copy.copy(self)
+        other.fusion = copy.deepcopy(self.fusion)
+        other.filter = other.fusion.filter
+        other.poses = self.poses.copy()
+        other._arrivals = dict(self._arrivals)
+        return other
+
+    def set_offloads(self, offloads: Sequence[int]) -> None:
+        """Use ``offloads`` (frame numbers) from the current frame on."""
+        self.offloads = frozenset(int(f) for f in offloads if f >= self.frame)
+
+    def run_to(self, stop_frame: int) -> None:
+        """Process frames up to ``stop_frame`` (exclusive)."""
+        s = self.sequence
+        frame_times = s.frame_times
+        stop_frame = min(stop_frame, len(frame_times))
+        while self.frame < stop_frame:
+            frame_time = frame_times[self.frame]
+            # Feed the IMU samples up to and including the frame's time.
+            while self._imu < len(s.imu_times) and s.imu_times[self._imu] <= frame_time + 1e-9:
+                k = self._imu
+                self.fusion.add_imu(
+                    s.imu_times[k], s.angular_velocity[k], s.linear_acceleration[k]
+                )
+                self._imu += 1
+            self._handle_frame(self.frame, float(frame_time))
+            self.poses[self.frame] = self.filter.pose
+            self.frame += 1
+
+    def _handle_frame(self, frame: int, frame_time: float) -> None:
+        if frame in self._arrivals:
+            first, second = self._arrivals.pop(frame)
+            result = self.vo(first, second)
+            # A failed pair restarts the chain at its second frame.
+            relative = result.relative_pose if result.ok else None
+            self.fusion.fuse_relative(second, relative, result.covariance)
+        if self.vo is None or frame not in self.offloads:
+            return
+        if self._previous_offload is None:
+            self.filter.clone_pose()  # the first offloaded frame: nothing to pair with yet
+        else:
+            self.fusion.snapshot(frame, frame_time)
+            self._arrivals[frame + self.latency] = (self._previous_offload, frame)
+        self._previous_offload = frame
+
+
+def periodic_offloads(
+    frames: int, stride: int, window: tuple[int, int] | None = None, raised: int = 8
+) -> list[int]:
+    """Offload every ``stride`` frames, every ``raised`` inside ``window`` = [start, end)."""
+    offloads = []
+    frame = 0
+    while frame < frames:
+        offloads.append(frame)
+        inside = window is not None and window[0] <= frame < window[1]
+        frame += raised if inside else stride
+    return offloads
+
+
+def imu_only_rotations(sequence: LoadedSequence, noise: ImuNoise) -> np.ndarray:
+    """Body-to-world rotations of the IMU-only filter at every frame (N, 3, 3)."""
+    run = FusedOdometryRun(sequence, None, (), 0, noise)
+    run.run_to(len(sequence.frame_times))
+    return run.poses[:, :3, :3]
+
+
+@dataclass(frozen=True)
+class SequenceAccuracy:
+    """t_err (fractions) and r_err (deg/m) of the three estimates on one sequence."""
+
+    name: str
+    category: str
+    vo_t_err: float
+    kalman_t_err: float
+    fused_t_err: float
+    vo_r_err: float
+    kalman_r_err: float
+    fused_r_err: float
+    vo_failures: int
+    vo_pairs: int
+    fused_rejected: int
+
+
+def sequence_accuracy(
+    sequence: LoadedSequence, name: str, depth_of: DepthSource, stride: int, latency: int
+) -> SequenceAccuracy:
+    """Score server VO, the IMU-only filter and the fused filter on one sequence."""
+    truth = sequence.frame_poses()
+    noise = imu_noise_of(sequence)
+    vo = VoCache(sequence, depth_of)
+    offloads = periodic_offloads(len(truth), stride)
+    chain = [truth[0]]
+    failures = 0
+    for first, second in zip(offloads[:-1], offloads[1:], strict=True):
+        result = vo(first, second)
+        failures += not result.ok
+        # A failed pair keeps the last pose: VO alone has nothing else to go on.
+        chain.append(chain[-1] @ (result.relative_pose if result.ok else np.eye(4)))
+    vo_errors = kitti_errors(truth[offloads], np.stack(chain), step=1)
+    kalman_only = FusedOdometryRun(sequence, None, (), latency, noise)
+    kalman_only.run_to(len(truth))
+    kalman_errors = kitti_errors(truth, kalman_only.poses, step=SEGMENT_STEP)
+    fused = FusedOdometryRun(sequence, vo, offloads, latency, noise)
+    fused.run_to(len(truth))
+    fused_errors = kitti_errors(truth, fused.poses, step=SEGMENT_STEP)
+    return SequenceAccuracy(
+        name=name,
+        category=sequence.category,
+        vo_t_err=vo_errors.t_err,
+        kalman_t_err=kalman_errors.t_err,
+        fused_t_err=fused_errors.t_err,
+        vo_r_err=vo_errors.r_err,
+        kalman_r_err=kalman_errors.r_err,
+        fused_r_err=fused_errors.r_err,
+        vo_failures=failures,
+        vo_pairs=len(offloads) - 1,
+        fused_rejected=fused.filter.rejected_count,
+    )
+
+
+def window_drops(
+    sequence: LoadedSequence,
+    depth_of: DepthSource,
+    *,
+    window_frames: int = 32,
+    base_stride: int = 4,
+    raised_stride: int = 8,
+    latency: int = 4,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Return (angular speed rad/s, t_err drop) of raising the stride in each window.
+
+    Windows are consecutive ``window_frames`` blocks, from the second on (the filter
+    settles in the first), up to the last one that a scored segment can still cover. The
+    drop is the mean t_err over the segments covering the window with the raised stride
+    there minus the same segments' with the base stride (the spec's frame-level proxy).
+    """
+    truth = sequence.frame_poses()
+    frames = len(truth)
+    noise = imu_noise_of(sequence)
+    vo = VoCache(sequence, depth_of)
+    fps = 1.0 / float(np.median(np.diff(sequence.frame_times)))
+    rotations = imu_only_rotations(sequence, noise)
+
+    baseline = FusedOdometryRun(
+        sequence, vo, periodic_offloads(frames, base_stride), latency, noise
+    )
+    starts = list(range(window_frames, frames - window_frames, window_frames))
+    speeds, drops = [], []
+    saved: dict[int, FusedOdometryRun] = {}
+    for start in starts:
+        baseline.run_to(start)
+        saved[start] = baseline.fork()
+    baseline.run_to(frames)
+    base_segments = segment_errors(truth, baseline.poses, step=SEGMENT_STEP)
+    for start in starts:
+        end = start + window_frames
+        covering = base_segments.covering(np.arange(start, end))
+        if not covering.any():
+            continue
+        run = saved.pop(start)
+        run.set_offloads(periodic_offloads(frames, base_stride, (start, end), raised_stride))
+        # Every covering segment ends by the last covering one's last frame.
+        run.run_to(int(base_segments.last_frame[covering].max()) + 1)
+        poses = baseline.poses.copy()
+        poses[start : run.frame] = run.poses[start : run.frame]
+        raised_segments: SegmentErrors = segment_errors(truth, poses, step=SEGMENT_STEP)
+        drop = raised_segments.summary(covering).t_err - base_segments.summary(covering).t_err
+        speeds.append(window_angular_speed(rotations[start], rotations[end], window_frames / fps))
+        drops.append(drop)
+    return np.array(speeds), np.array(drops)
+
+
+def depth_source(kind: str) -> DepthSource:
+    """Return a source of ground-truth depth (``gt``) or of the server depth net (``server``)."""
+    if kind == 'gt':
+        return lambda sequence, index: sequence.depth[index]
+    if kind != 'server':
+        raise ValueError(f'unknown depth source {kind!r}; use gt or server')
+    from accumo_ros.depth_nets import load_depth_net
+
+    net = load_depth_net('server')
+    return lambda sequence, index: net.predict(sequence.rgb[index])
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog='python -m accumo_ros.odometry_eval',
+        description='Odometry accuracy on a generated data set; fits the odometry accuracy model.',
+    )
+    parser.add_argument('--dataset', type=Path, required=True, help='accumo_generate folder.')
+    parser.add_argument('--depth', choices=('gt', 'server'), default='server', help='VO depth.')
+    parser.add_argument('--stride', type=int, default=8, help='Frames between VO offloads.')
+    parser.add_argument('--latency', type=int, default=4, help='Frames until a pose is back.')
+    parser.add_argument('--fit', action='store_true', help='Fit and check the accuracy model.')
+    parser.add_argument('--model', type=Path, help='Where --fit writes the model (YAML).')
+    parser.add_argument('--quantile', type=float, default=0.95, help='Regression quantile.')
+    parser.add_argument('--sequences', type=int, help='Use only the first N of each split.')
+    parser.add_argument(
+        '--output', type=Path, default=Path('results/accumo/odometry_eval.json'), help='Report.'
+    )
+    return parser
+
+
+def _correlation(function: Callable, x: np.ndarray, y: np.ndarray) -> float:
+    """Return the correlation ``function`` gives, or NaN when an input is constant."""
+    if x.size < 2 or np.ptp(x) == 0.0 or np.ptp(y) == 0.0:
+        return float('nan')
+    return float(function(x, y)[0])
+
+
+def _collect_drops(
+    paths: Sequence[Path], depth_of: DepthSource, latency: int
+) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    speeds, drops, names = [], [], []
+    for path in paths:
+        started = time.monotonic()
+        w, d = window_drops(read_sequence_bag(path), depth_of, latency=latency)
+        speeds.append(w)
+        drops.append(d)
+        names += [path.name] * len(w)
+        print(f'  {path.name}: {len(w)} windows in {time.monotonic() - started:.0f} s')
+    return np.concatenate(speeds), np.concatenate(drops), names
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print the accuracy table (and fit the model); exit code 2 on bad arguments."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = _parser().parse_args(argv)
+    if args.stride < 1 or not 0 <= args.latency < args.stride:
+        print('odometry_eval: need 0 <= --latency < --stride', file=sys.stderr)
+        return 2
+    if args.fit and args.model is None:
+        print('odometry_eval: --fit needs --model', file=sys.stderr)
+        return 2
+    try:
+        entries = {entry.name: entry for entry in load_index(args.dataset)}
+        heldout = split_paths(args.dataset, 'heldout')[: args.sequences]
+        train = split_paths(args.dataset, 'train')[: args.sequences]
+    except (OSError, ValueError) as error:
+        print(f'odometry_eval: {error}', file=sys.stderr)
+        return 2
+    depth_of = depth_source(args.depth)
+    command = shlex.join(['python', '-m', 'accumo_ros.odometry_eval', *argv])
+    print(
+        f'Odometry on the held-out split of {args.dataset}: VO every {args.stride} frames '
+        f'(60 FPS), poses fused {args.latency} frames late, VO depth: {args.depth}; IMU noise '
+        'from each bag (BMI263 datasheet)'
+    )
+    header = f'{"sequence":<13}{"category":<10}{"VO t_err%":>10}{"KF t_err%":>10}'
+    header += f'{"KF+VO t_err%":>13}{"VO r°/m":>8}{"KF r°/m":>8}{"KF+VO r":>8}{"VO fail":>8}'
+    print(header)
+    rows = []
+    for path in heldout:
+        accuracy = sequence_accuracy(
+            read_sequence_bag(path), path.name, depth_of, args.stride, args.latency
+        )
+        rows.append(accuracy)
+        print(
+            f'{accuracy.name:<13}{accuracy.category:<10}{100 * accuracy.vo_t_err:>10.2f}'
+            f'{100 * accuracy.kalman_t_err:>10.1f}{100 * accuracy.fused_t_err:>13.2f}'
+            f'{accuracy.vo_r_err:>8.3f}{accuracy.kalman_r_err:>8.3f}{accuracy.fused_r_err:>8.3f}'
+            f'{accuracy.vo_failures:>4d}/{accuracy.vo_pairs}'
+        )
+    means = {
+        key: float(np.mean([getattr(row, key) for row in rows]))
+        for key in ('vo_t_err', 'kalman_t_err', 'fused_t_err')
+    }
+    print(
+        f'{"mean":<23}{100 * means["vo_t_err"]:>10.2f}{100 * means["kalman_t_err"]:>10.1f}'
+        f'{100 * means["fused_t_err"]:>13.2f}'
+    )
+    report: dict[str, object] = {
+        'command': command,
+        'accuracy': [row.__dict__ for row in rows],
+        'mean': means,
+    }
+
+    if args.fit:
+        print('\nAccuracy model: t_err drop of stride 8 instead of 4 over a 32-frame window')
+        print('train split:')
+        speeds, drops, _ = _collect_drops(train, depth_of, args.latency)
+        intercept, slope = quantile_regression(speeds, drops, args.quantile)
+        model = OdometryAccuracyModel(intercept, slope, quantile=args.quantile)
+        print('held-out split:')
+        test_speeds, test_drops, _ = _collect_drops(heldout, depth_of, args.latency)
+        bound = model.drop_bound(test_speeds)
+        check = {
+            'windows': int(test_drops.size),
+            'pearson_bound_vs_drop': _correlation(pearsonr, bound, test_drops),
+            'spearman_speed_vs_drop': _correlation(spearmanr, test_speeds, test_drops),
+            'share_under_bound': float(np.mean(test_drops <= bound)),
+            'mean_drop': float(np.mean(test_drops)),
+            'share_positive_drop': float(np.mean(test_drops > 0.0)),
+        }
+        fit = {
+            'windows': int(drops.size),
+            'mean_drop': float(np.mean(drops)),
+            'share_under_bound': float(np.mean(drops <= model.drop_bound(speeds))),
+        }
+        print(
+            f'fit on {fit["windows"]} train windows: drop <= {intercept:+.5f} {slope:+.5f} * '
+            f'omega (rad/s) at q={args.quantile}; under the bound: '
+            f'{100 * fit["share_under_bound"]:.1f} %'
+        )
+        print(
+            f'held-out, {check["windows"]} windows: Pearson(bound, drop) '
+            f'{check["pearson_bound_vs_drop"]:.3f}, Spearman(omega, drop) '
+            f'{check["spearman_speed_vs_drop"]:.3f}, under the bound '
+            f'{100 * check["share_under_bound"]:.1f} %, mean drop '
+            f'{100 * check["mean_drop"]:+.3f} pp, positive in '
+            f'{100 * check["share_positive_drop"]:.0f} %'
+        )
+        model.save(
+            args.model,
+            command=command,
+            dataset_seeds={
+                'train': [entries[p.name].seed for p in train],
+                'heldout': [entries[p.name].seed for p in heldout],
+            },
+            vo_depth=args.depth,
+            latency_frames=args.latency,
+            train=fit,
+            heldout=check,
+        )
+        report['model'] = {'intercept': intercept, 'slope': slope, 'train': fit, 'heldout': check}
+        print(f'model -> {args.model}')
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(json.dumps(report, indent=2))
+    print(f'report -> {args.output}')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,162 @@
+# Copyright 2026 The edge_offload authors
+# SPDX-License-Identifier: Apache-2.0
+"""The odometry accuracy model (quantile regression) and the odometry evaluation runs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import yaml
+from scipy.spatial.transform import Rotation
+
+from accumo_ros import dataset, odometry_eval
+from accumo_ros.odometry_model import (
+    DEFAULT_MODEL_PATH,
+    OdometryAccuracyModel,
+    quantile_regression,
+    window_angular_speed,
+)
+from accumo_ros.sequence import SequenceConfig, SyntheticSequence
+from accumo_ros.sequence_bag import read_sequence_bag, write_sequence_bag
+
+
+def test_quantile_regression_finds_the_quantile_line():
+    rng = np.random.default_rng(0)
+    x = rng.uniform(0.0, 2.0, 800)
+    y = 1.0 + 2.0 * x + rng.normal(size=x.size)
+    intercept, slope = quantile_regression(x, y, 0.95)
+    # The true 95 % line of N(0, 1) noise is 1 + 1.645 + 2 x.
+    assert intercept == pytest.approx(2.645, abs=0.25)
+    assert slope == pytest.approx(2.0, abs=0.2)
+    assert np.mean(y <= intercept + slope * x) == pytest.approx(0.95, abs=0.01)
+    median_intercept, _ = quantile_regression(x, y, 0.5)
+    assert median_intercept == pytest.approx(1.0, abs=0.2)
+    # It bounds from above even when the points do not lie on a line (Fig. 2.11).
+    skewed = 0.01 * x * rng.exponential(size=x.size)
+    intercept, slope = quantile_regression(x, skewed, 0.95)
+    assert slope > 0.0
+    assert np.mean(skewed <= intercept + slope * x) >= 0.94
+
+
+def test_quantile_regression_rejects_bad_input():
+    with pytest.raises(ValueError, match='two or more'):
+        quantile_regression([1.0], [2.0])
+    with pytest.raises(ValueError, match='finite'):
+        quantile_regression([1.0, np.nan], [2.0, 3.0])
+    with pytest.raises(ValueError, match='quantile'):
+        quantile_regression([1.0, 2.0], [2.0, 3.0], 1.0)
+
+
+def test_window_angular_speed_is_angle_over_time():
+    start = Rotation.from_euler('z', 0.3).as_matrix()
+    end = start @ Rotation.from_euler('xyz', [0.0, 0.2, 0.0]).as_matrix()
+    assert window_angular_speed(start, end, 0.5) == pytest.approx(0.4)
+    with pytest.raises(ValueError, match='positive'):
+        window_angular_speed(start, end, 0.0)
+
+
+def test_model_rate_saving_and_loading(tmp_path):
+    model = OdometryAccuracyModel(intercept=-0.002, slope=0.01)
+    assert model.drop_bound(0.1) == 0.0  # a negative bound is no drop
+    assert model.drop_rate(1.0) == pytest.approx((0.01 - 0.002) / 4)
+    assert model.window_s == pytest.approx(32 / 60)
+    path = tmp_path / 'model.yaml'
+    model.save(path, command='test')
+    assert OdometryAccuracyModel.load(path) == model
+    assert yaml.safe_load(path.read_text())['provenance'] == {'command': 'test'}
+    path.write_text('format: something/1\nintercept: 0\nslope: 1\n')
+    with pytest.raises(ValueError, match='not an AccuMO odometry accuracy model'):
+        OdometryAccuracyModel.load(path)
+    with pytest.raises(FileNotFoundError, match='--fit'):
+        OdometryAccuracyModel.load(tmp_path / 'missing.yaml')
+    with pytest.raises(ValueError, match='base_stride'):
+        OdometryAccuracyModel(0.0, 0.0, base_stride=8, raised_stride=8)
+
+
+def test_committed_model_bounds_the_drop_from_above():
+    """The packaged coefficients load, reached their quantile on the fit, give rates >= 0."""
+    model = OdometryAccuracyModel.load()
+    document = yaml.safe_load(DEFAULT_MODEL_PATH.read_text())
+    provenance = document['provenance']
+    assert provenance['command'].startswith('python -m accumo_ros.odometry_eval')
+    assert provenance['train']['windows'] >= 200
+    assert abs(provenance['train']['share_under_bound'] - model.quantile) < 0.02
+    for speed in np.linspace(0.0, 2.0, 9):
+        expected = max(0.0, model.intercept + model.slope * speed) / 4
+        assert model.drop_rate(speed) == pytest.approx(expected)
+
+
+def test_periodic_offloads_raise_the_stride_inside_the_window():
+    assert odometry_eval.periodic_offloads(20, 4) == [0, 4, 8, 12, 16]
+    assert odometry_eval.periodic_offloads(40, 4, (8, 24), 8) == [0, 4, 8, 16, 24, 28, 32, 36]
+
+
+@pytest.fixture(scope='module')
+def short_sequence(tmp_path_factory):
+    """Write a 2.5 s high-angular-velocity sequence at 208×64 and read it back."""
+    path = tmp_path_factory.mktemp('odometry') / 'seq'
+    config = SequenceConfig(seed=4, category='low_high', duration_s=2.5, width=208, height=64)
+    write_sequence_bag(SyntheticSequence(config), path)
+    return read_sequence_bag(path)
+
+
+def _ground_truth_depth(sequence, index):
+    return sequence.depth[index]
+
+
+def test_fused_run_forks_into_an_identical_history(short_sequence):
+    vo = odometry_eval.VoCache(short_sequence, _ground_truth_depth)
+    noise = odometry_eval.imu_noise_of(short_sequence)
+    frames = len(short_sequence.frame_times)
+    offloads = odometry_eval.periodic_offloads(frames, 8)
+    run = odometry_eval.FusedOdometryRun(short_sequence, vo, offloads, 4, noise)
+    run.run_to(50)
+    fork = run.fork()
+    run.run_to(frames)
+    fork.run_to(frames)
+    np.testing.assert_array_equal(fork.poses, run.poses)
+    assert fork.filter is not run.filter
+    assert run.filter.fused_count > 10
+
+
+def test_fusing_vo_beats_the_imu_alone(short_sequence):
+    accuracy = odometry_eval.sequence_accuracy(short_sequence, 'seq', _ground_truth_depth, 8, 4)
+    print(accuracy)
+    assert accuracy.vo_failures == 0
+    assert accuracy.fused_t_err < 0.5 * accuracy.kalman_t_err
+    assert accuracy.fused_t_err < 3.0 * accuracy.vo_t_err
+
+
+def test_window_drops_vanish_when_the_stride_does_not_change(short_sequence):
+    speeds, drops = odometry_eval.window_drops(
+        short_sequence, _ground_truth_depth, base_stride=4, raised_stride=4
+    )
+    assert speeds.size == drops.size >= 2
+    np.testing.assert_array_equal(drops, 0.0)
+    assert np.all(speeds > 0.05)
+    _, raised = odometry_eval.window_drops(short_sequence, _ground_truth_depth)
+    assert np.all(np.isfinite(raised))
+    assert np.any(raised != 0.0)
+
+
+def test_cli_fits_and_writes_a_loadable_model(tmp_path, capsys):
+    folder = tmp_path / 'data'
+    arguments = ['--output', str(folder), '--categories', 'low_high', '--per-category', '2']
+    arguments += ['--duration', '2.5', '--width', '208', '--height', '64', '--workers', '1']
+    assert dataset.main(arguments) == 0
+    model_path = tmp_path / 'odometry.yaml'
+    argv = ['--dataset', str(folder), '--depth', 'gt', '--fit', '--model', str(model_path)]
+    argv += ['--output', str(tmp_path / 'report.json')]
+    assert odometry_eval.main(argv) == 0
+    printed = capsys.readouterr().out
+    assert 'KF+VO' in printed
+    assert 'held-out' in printed
+    model = OdometryAccuracyModel.load(model_path)
+    document = yaml.safe_load(model_path.read_text())
+    assert document['provenance']['command'] == 'python -m accumo_ros.odometry_eval ' + ' '.join(
+        argv
+    )
+    assert document['provenance']['train']['windows'] >= 2
+    assert np.isfinite(model.slope)
+    assert odometry_eval.main([*argv[:4], '--fit']) == 2  # no --model
+    assert odometry_eval.main(['--dataset', str(tmp_path / 'none'), '--depth', 'gt']) == 2
