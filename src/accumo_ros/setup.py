@@ -10,6 +10,8 @@ setup(
     name=package_name,
     version='0.1.0',
     packages=find_packages(exclude=['test', 'test.*']),
+    # Trained depth nets and the odometry accuracy model, made by the suite's own scripts.
+    package_data={package_name: ['weights/*.pt', 'weights/*.yaml']},
     data_files=[
         ('share/ament_index/resource_index/packages', ['resource/' + package_name]),
         ('share/' + package_name, ['package.xml']),
@@ -22,6 +24,10 @@ setup(
     license='Apache-2.0',
     extras_require={'test': ['pytest']},
     entry_points={
-        'console_scripts': ['accumo_generate = accumo_ros.dataset:main'],
+        'console_scripts': [
+            'accumo_generate = accumo_ros.dataset:main',
+            'accumo_train_depth = accumo_ros.train_depth:main',
+            'accumo_odometry_eval = accumo_ros.odometry_eval:main',
+        ],
     },
 )
