@@ -1,0 +1,150 @@
+# Copyright 2026 The edge_offload authors
+# SPDX-License-Identifier: Apache-2.0
+"""AccuMO's depth drop models against the true drop, on the held-out split, with the nets.
+
+Set-up (printed): the held-out sequences of a data set made by ``accumo_generate``, the
+packaged server and lite depth nets (``accumo_ros.depth_nets``), CPU.
+
+* **Depth tracker model** (spec §2.4): for start frames every ``--start-step`` frames and
+  strides 6, 9, 12 and 18, frame 1 is the last offloaded frame with the server net's depth
+  D_1 and frame 1 + stride the current one; the pose change comes from the IMU-only filter
+  (as on the robot). True error: AbsRel(D'_2 vs ground truth); estimated: AbsRel(D'_2 vs
+  D''_2) (DIS flow).
+* **Local-algorithm (lite net) model**: on every ``--frame-step``-th frame, estimated drop
+  ``AbsRel(lite vs server) - m`` (the server net stands in for ground truth) and true drop
+  ``AbsRel(lite vs ground truth) - m``, where ``m`` is the server net's mean AbsRel measured
+  offline on the *train* split (every 30th frame).
+
+Prints Pearson correlations per category and overall, and writes the pairs as CSV. The
+odometry model's held-out correlation is printed by ``python -m accumo_ros.odometry_eval
+--fit``. Nothing is asserted.
+
+    python benchmarks/accumo_drop_models_heldout.py --dataset results/accumo_dataset
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from accumo_ros.dataset import split_paths
+from accumo_ros.depth_nets import load_depth_net
+from accumo_ros.depth_tracking import (
+    DepthTrackerAccuracyModel,
+    lite_model_drop,
+    optical_relative_pose,
+)
+from accumo_ros.metrics import depth_errors
+from accumo_ros.odometry_eval import FusedOdometryRun, imu_noise_of
+from accumo_ros.sequence_bag import read_sequence_bag
+
+ROOT = Path(__file__).resolve().parent.parent
+STRIDES = (6, 9, 12, 18)
+
+
+def _pearson(x: list[float], y: list[float]) -> float:
+    x, y = np.asarray(x), np.asarray(y)
+    if x.size < 2 or np.std(x) == 0.0 or np.std(y) == 0.0:
+        return float('nan')
+    return float(np.corrcoef(x, y)[0, 1])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--dataset', type=Path, default=ROOT / 'results' / 'accumo_dataset')
+    parser.add_argument('--start-step', type=int, default=60, help='tracker start frames')
+    parser.add_argument('--frame-step', type=int, default=20, help='lite-model frames')
+    parser.add_argument('--threads', type=int, default=2, help='torch threads')
+    parser.add_argument('--output-dir', type=Path, default=ROOT / 'results' / 'accumo')
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    server, lite = load_depth_net('server'), load_depth_net('lite')
+
+    started = time.monotonic()
+    train_errors = []
+    for path in split_paths(args.dataset, 'train'):
+        sequence = read_sequence_bag(path, every=30)
+        predicted = server.predict(sequence.rgb)
+        train_errors += [
+            depth_errors(p, d).abs_rel for p, d in zip(predicted, sequence.depth, strict=True)
+        ]
+    server_mean = float(np.mean(train_errors))
+    print(
+        f'# AccuMO depth drop models on the held-out split of {args.dataset}; server net '
+        f'mean AbsRel on the train split (every 30th frame): {server_mean:.4f}; tracker '
+        f'strides {STRIDES}, a start every {args.start_step} frames, IMU-only pose change; '
+        f'lite model on every {args.frame_step}th frame; {args.threads} torch threads'
+    )
+    tracker_rows, lite_rows = [], []
+    for path in split_paths(args.dataset, 'heldout'):
+        sequence = read_sequence_bag(path)
+        category = sequence.category
+        imu_only = FusedOdometryRun(sequence, None, (), 0, imu_noise_of(sequence))
+        imu_only.run_to(len(sequence.frame_times))
+        model = DepthTrackerAccuracyModel(sequence.intrinsics)
+        frames = len(sequence.frame_times)
+        for start in range(0, frames - max(STRIDES), args.start_step):
+            depth_1 = server.predict(sequence.rgb[start])
+            for stride in STRIDES:
+                end = start + stride
+                pose = optical_relative_pose(imu_only.poses[start], imu_only.poses[end])
+                estimate = model.estimate(
+                    sequence.rgb[start], depth_1, sequence.rgb[end], pose, stride
+                )
+                true = depth_errors(estimate.warped_depth, sequence.depth[end]).abs_rel
+                tracker_rows.append(
+                    {
+                        'sequence': path.name,
+                        'category': category,
+                        'start': start,
+                        'stride': stride,
+                        'true': true,
+                        'estimated': estimate.error,
+                    }
+                )
+        for frame in range(0, frames, args.frame_step):
+            rgb = sequence.rgb[frame]
+            server_depth, lite_depth = server.predict(rgb), lite.predict(rgb)
+            lite_rows.append(
+                {
+                    'sequence': path.name,
+                    'category': category,
+                    'frame': frame,
+                    'estimated': lite_model_drop(lite_depth, server_depth, server_mean),
+                    'true': depth_errors(lite_depth, sequence.depth[frame]).abs_rel - server_mean,
+                    'server_abs_rel': depth_errors(server_depth, sequence.depth[frame]).abs_rel,
+                }
+            )
+        print(f'{path.name}: done at {time.monotonic() - started:.0f} s', flush=True)
+
+    for title, rows in (('depth tracker error', tracker_rows), ('lite-model drop', lite_rows)):
+        print(f'\n{title}:\n')
+        print('| category | samples | mean true | mean estimated | Pearson r |')
+        print('|---|---|---|---|---|')
+        categories = sorted({row['category'] for row in rows})
+        for label in [*categories, 'all']:
+            chosen = [row for row in rows if label in ('all', row['category'])]
+            true = [row['true'] for row in chosen]
+            estimated = [row['estimated'] for row in chosen]
+            print(
+                f'| {label} | {len(chosen)} | {np.mean(true):.4f} | {np.mean(estimated):.4f} | '
+                f'{_pearson(true, estimated):.3f} |'
+            )
+    args.output_dir.mkdir(parents=True, exist_ok=True)
+    for name, rows in (('tracker_model_heldout', tracker_rows), ('lite_drop_heldout', lite_rows)):
+        path = args.output_dir / f'{name}.csv'
+        with path.open('w', newline='') as stream:
+            writer = csv.DictWriter(stream, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)
+        print(f'\npairs -> {path}')
+    return 0
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())
