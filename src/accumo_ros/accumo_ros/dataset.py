@@ -7,9 +7,13 @@ The default data set is 4 categories × 3 sequences × 20 s at 60 FPS (416×128,
 ``base_seed * 1000 + 100 * category_index + k``. The last sequence of each category is the
 **held-out split**, used for every accuracy figure; the others are for training and fitting.
 
-::
+Like the dissertation, which trained its DNNs on 20 further videos, the depth nets also train
+on a separate **training set**: many short rooms from other seeds, no held-out split
+(``--holdout none``), rendered at a lower frame rate (training uses few frames per room)::
 
     accumo_generate --output results/accumo_dataset             # the default data set
+    accumo_generate --output results/accumo_train --seed 1 --holdout none \
+        --per-category 16 --duration 10 --fps 10                # the depth nets' training set
     accumo_generate --output /tmp/small --duration 2 --per-category 1 --workers 1
 
 The folder gets one bag per sequence (``<category>_<k>/``) and ``dataset.yaml``, an index
@@ -35,6 +39,7 @@ from accumo_ros.sequence_bag import generate_sequence_bag
 
 INDEX_FILE = 'dataset.yaml'
 SPLITS = ('train', 'heldout')
+HOLDOUT_CHOICES = ('last', 'none')
 
 
 @dataclass(frozen=True)
@@ -52,15 +57,26 @@ class SequenceEntry:
 
 
 def sequence_configs(
-    base: SequenceConfig, per_category: int, base_seed: int, categories: tuple[str, ...]
+    base: SequenceConfig,
+    per_category: int,
+    base_seed: int,
+    categories: tuple[str, ...],
+    holdout: str = 'last',
 ) -> list[tuple[str, str, SequenceConfig]]:
-    """Name, split and config of every sequence of a data set."""
+    """Name, split and config of every sequence of a data set.
+
+    ``holdout='last'`` puts the last sequence of each category (of two or more) in the
+    held-out split; ``'none'`` makes a training-only set.
+    """
+    if holdout not in HOLDOUT_CHOICES:
+        raise ValueError(f'unknown holdout {holdout!r}; use one of {HOLDOUT_CHOICES}')
     planned = []
     for category in categories:
         category_index = CATEGORIES.index(category)
         for k in range(per_category):
             seed = base_seed * 1000 + 100 * category_index + k
-            split = 'heldout' if per_category > 1 and k == per_category - 1 else 'train'
+            last = per_category > 1 and k == per_category - 1
+            split = 'heldout' if holdout == 'last' and last else 'train'
             config = replace(base, seed=seed, category=category)
             planned.append((f'{category}_{k}', split, config))
     return planned
@@ -115,6 +131,12 @@ def _parser() -> argparse.ArgumentParser:
         '--categories', nargs='+', default=list(CATEGORIES), choices=CATEGORIES, metavar='CAT'
     )
     parser.add_argument('--seed', type=int, default=0, help='Base seed of the data set.')
+    parser.add_argument(
+        '--holdout',
+        choices=HOLDOUT_CHOICES,
+        default='last',
+        help="'last': hold out each category's last sequence; 'none': a training-only set.",
+    )
     parser.add_argument('--duration', type=float, default=defaults.duration_s, help='Seconds.')
     parser.add_argument('--fps', type=float, default=defaults.fps)
     parser.add_argument('--imu-rate', type=float, default=defaults.imu_rate_hz, help='Hz.')
@@ -155,7 +177,9 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as error:
         print(f'accumo_generate: {error}', file=sys.stderr)
         return 2
-    planned = sequence_configs(base, args.per_category, args.seed, tuple(args.categories))
+    planned = sequence_configs(
+        base, args.per_category, args.seed, tuple(args.categories), args.holdout
+    )
     started = time.monotonic()
     entries: list[SequenceEntry] = []
     compress = not args.no_compress
@@ -176,7 +200,12 @@ def main(argv: list[str] | None = None) -> int:
     elapsed = time.monotonic() - started
     document = {
         'generator': 'accumo_ros.sequence',
-        'settings': {**asdict(base), 'imu_noise': asdict(base.imu_noise), 'seed': args.seed},
+        'settings': {
+            **asdict(base),
+            'imu_noise': asdict(base.imu_noise),
+            'seed': args.seed,
+            'holdout': args.holdout,
+        },
         'seconds_to_generate': round(elapsed, 1),
         'workers': args.workers,
         'sequences': [asdict(entry) for entry in entries],

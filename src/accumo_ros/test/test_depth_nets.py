@@ -206,6 +206,47 @@ def test_cli_trains_evaluates_and_writes_loadable_weights(tmp_path, capsys) -> N
     assert train_depth.main([*argv, '--every', '0']) == 2
 
 
+def _tiny_set(folder, *extra: str) -> None:  # noqa: ANN001
+    arguments = ['--output', str(folder), '--categories', 'low_low', '--per-category', '2']
+    arguments += ['--duration', '0.2', '--height', '32', '--workers', '1', *extra]
+    assert dataset.main(arguments) == 0
+
+
+def test_cli_trains_on_extra_training_only_sets_and_refuses_leaks(tmp_path, capsys) -> None:  # noqa: ANN001
+    _tiny_set(tmp_path / 'data', '--width', '104')
+    _tiny_set(tmp_path / 'rooms', '--width', '104', '--seed', '1', '--holdout', 'none')
+    output = tmp_path / 'depth_lite.pt'
+    argv = ['--dataset', str(tmp_path / 'data'), '--kind', 'lite', '--minutes', '1']
+    argv += ['--max-steps', '2', '--batch-size', '4', '--threads', '1', '--no-progress']
+    argv += ['--output', str(output)]
+    assert train_depth.main([*argv, '--extra-train', str(tmp_path / 'rooms')]) == 0
+    # 12 train frames every 3rd, plus 2 × 12 extra frames every one.
+    assert '28 train frames from 3 sequences' in capsys.readouterr().out
+    metadata = load_depth_net('lite', output).metadata
+    assert metadata['training']['frames'] == 28
+    assert metadata['dataset']['extra_train'] == [
+        {
+            'folder': 'rooms',
+            'seed': 1,
+            'generator': metadata['dataset']['generator'],
+            'sequences': 2,
+            'seeds': [1000, 1001],
+            'every': 1,
+        }
+    ]
+
+    # A training-only set with the data set's seeds holds its held-out sequence (seed 1) ...
+    _tiny_set(tmp_path / 'leaky', '--width', '104', '--holdout', 'none')
+    assert train_depth.main([*argv, '--extra-train', str(tmp_path / 'leaky')]) == 2
+    assert 'held-out sequences (seeds [1])' in capsys.readouterr().err
+    # ... and one at another image size cannot be trained on with it.
+    _tiny_set(tmp_path / 'wide', '--width', '112', '--seed', '2', '--holdout', 'none')
+    assert train_depth.main([*argv, '--extra-train', str(tmp_path / 'wide')]) == 2
+    assert '112x32 frames, the data set 104x32' in capsys.readouterr().err
+    assert train_depth.main([*argv, '--extra-train', str(tmp_path / 'missing')]) == 2
+    assert 'does not exist' in capsys.readouterr().err
+
+
 def _regenerated_heldout_frames(metadata: dict) -> tuple[np.ndarray, np.ndarray]:
     """Render frames on the evaluated grid of the held-out sequences named in ``metadata``."""
     generator = metadata['dataset']['generator']

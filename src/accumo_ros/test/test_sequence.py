@@ -192,3 +192,23 @@ def test_generator_cli_writes_every_category_and_a_heldout_split(tmp_path, capsy
     assert read_sequence_bag(split_paths(output, 'heldout')[0]).rgb.shape == (6, 32, 64, 3)
     assert main(arguments) == 2  # never overwrite without --overwrite
     assert 'pass --overwrite' in capsys.readouterr().err
+
+
+def test_generator_cli_writes_a_training_only_set(tmp_path):
+    output = tmp_path / 'train'
+    arguments = ['--output', str(output), '--duration', '0.1', '--per-category', '2']
+    arguments += ['--width', '64', '--height', '32', '--workers', '1', '--fps', '20']
+    arguments += ['--seed', '1', '--holdout', 'none', '--categories', 'low_low', 'high_high']
+    assert main(arguments) == 0
+    entries = load_index(output)
+    assert [(entry.name, entry.seed, entry.split) for entry in entries] == [
+        ('low_low_0', 1000, 'train'),
+        ('low_low_1', 1001, 'train'),
+        ('high_high_0', 1300, 'train'),
+        ('high_high_1', 1301, 'train'),
+    ]
+    assert split_paths(output, 'heldout') == []
+    index = yaml.safe_load((output / 'dataset.yaml').read_text())
+    assert index['settings']['holdout'] == 'none'
+    assert index['settings']['fps'] == 20.0
+    assert read_sequence_bag(split_paths(output, 'train')[0]).rgb.shape == (2, 32, 64, 3)
