@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 import torch
 from rclpy.node import Node
+from scipy.optimize import linear_sum_assignment
 
 from edge_offload.assets import asset_path
 from edge_offload.models import load_model
@@ -50,6 +51,10 @@ def _node_command(module: str, **parameters) -> list[str]:
         text = str(value).lower() if isinstance(value, bool) else str(value)
         arguments += ['-p', f'{name}:={text}']
     return arguments
+
+
+def _box(person) -> list[float]:  # noqa: ANN001 - an offload_interfaces Person
+    return [person.box_x_min_px, person.box_y_min_px, person.box_x_max_px, person.box_y_max_px]
 
 
 @pytest.fixture(scope='module')
@@ -120,12 +125,16 @@ def test_video_frames_are_offloaded_and_match_local(
         assert message.model_name == MODEL
         assert message.model_is_trained
         assert len(message.people) == len(local['boxes']), f'frame {index}'
-        for person, box, keypoints in zip(
-            message.people, local['boxes'], local['keypoints'], strict=True
-        ):
-            got = [person.box_x_min_px, person.box_y_min_px, person.box_x_max_px,
-                   person.box_y_max_px]  # fmt: skip
-            np.testing.assert_allclose(got, box, atol=0.5, err_msg=f'frame {index}')
+        got_boxes = np.array([_box(person) for person in message.people]).reshape(-1, 4)
+        # People come sorted by score, and near-equal scores (0.7344 against 0.7330 on frame
+        # 29) swap places between the server's and this process's thread counts: pair each
+        # person with the local one whose box is nearest, one to one.
+        distance = np.abs(got_boxes[:, None, :] - local['boxes'][None, :, :]).max(axis=2)
+        rows, columns = linear_sum_assignment(distance)
+        for row, column in zip(rows, columns, strict=True):
+            person, box = message.people[row], local['boxes'][column]
+            keypoints = local['keypoints'][column]
+            np.testing.assert_allclose(got_boxes[row], box, atol=0.5, err_msg=f'frame {index}')
             got_points = [(point.x_px, point.y_px) for point in person.keypoints]
             found = keypoints[:, 2] > 0
             np.testing.assert_allclose(np.array(got_points)[found], keypoints[found, :2], atol=0.5)
