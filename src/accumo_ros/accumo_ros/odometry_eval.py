@@ -249,8 +249,11 @@ def window_drops(
     base_stride: int = 4,
     raised_stride: int = 8,
     latency: int = 4,
+    window_starts: list[int] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Return (angular speed rad/s, t_err drop) of raising the stride in each window.
+
+    ``window_starts``, when given, receives the first frame of each returned window.
 
     Windows are consecutive ``window_frames`` blocks, from the second on (the filter
     settles in the first), up to the last one that a scored segment can still cover. The
@@ -290,6 +293,8 @@ def window_drops(
         drop = raised_segments.summary(covering).t_err - base_segments.summary(covering).t_err
         speeds.append(window_angular_speed(rotations[start], rotations[end], window_frames / fps))
         drops.append(drop)
+        if window_starts is not None:
+            window_starts.append(start)
     return np.array(speeds), np.array(drops)
 
 

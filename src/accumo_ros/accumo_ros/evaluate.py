@@ -1,0 +1,658 @@
+# Copyright 2026 The edge_offload authors
+# SPDX-License-Identifier: Apache-2.0
+r"""``accumo_evaluate``: AccuMO and the baselines on generated sequences (fast mode, §2.10).
+
+Every sequence of the chosen split is replayed frame by frame through
+:class:`accumo_ros.pipeline.AccumoPipeline`, the robot side the scheduler node runs, with
+the real trained nets and the real VO: the server depth net on offloaded frames, the lite
+net, warping, the optical-flow tracker model, frame-pair VO fused late by the ESKF. What is
+*modelled* is only the offload channel: each offload's latency is drawn from a latency
+distribution (``--latencies``: a YAML of measured per-task latencies, default the
+dissertation's measured 70.98 ms depth / 61.05 ms odometry on 802.11ac + RTX 2080 Ti) and
+turned into frames at the sequence's frame rate; the result is usable that many frames
+later, and the scheduler's ``L_j`` comes from the measured latencies
+(:class:`~accumo_ros.offload_latency.OffloadLatencyEstimator`).
+
+Schedulers: LA, RR, WRR 3:1/2:1/1:2/1:3, AAO (no local algorithm, as the dissertation's),
+RR with the local algorithm, AccuMO without it, AccuMO, and AccuMO with an oracle accuracy
+model (true drops from the ground truth instead of the estimates) -- the last three at each
+weight ratio (depth:odometry 4:1, 2:1, 1:1, 1:2, 1:4). Metrics: depth AbsRel averaged over
+frames, odometry KITTI t_err over the sequence, overall = weighted average.
+
+Outputs in ``--output``: ``runs.json`` (every run, with per-frame series), ``report.md``
+(Table 2.3 at 1:1, improvement over the best baseline per weight ratio as Fig. 2.12, the
+Table 2.4 ablation, the oracle comparison, MPC decision times) and plots.
+
+    accumo_evaluate --dataset results/accumo_dataset --output results/accumo_eval
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict, dataclass, field
+from functools import partial
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from accumo_ros.dataset import split_paths
+from accumo_ros.depth_tracking import LOCAL_ALGORITHM, TRACKER, warp_depth
+from accumo_ros.metrics import kitti_errors
+from accumo_ros.mpc import AccuracyEstimate, MpcScheduler, TaskSpec, weighted_sum
+from accumo_ros.odometry_eval import SEGMENT_STEP, VoCache, imu_noise_of, window_drops
+from accumo_ros.odometry_model import OdometryAccuracyModel
+from accumo_ros.offload_latency import OffloadLatencyEstimator, OffloadSample
+from accumo_ros.offload_policies import make_policy
+from accumo_ros.pipeline import DEPTH, ODOMETRY, AccumoPipeline, PipelineConfig
+from accumo_ros.sequence_bag import LoadedSequence, read_sequence_bag
+
+WEIGHT_RATIOS = ((4, 1), (2, 1), (1, 1), (1, 2), (1, 4))
+STATIC_BASELINES = ('la', 'rr', 'wrr:3:1', 'wrr:2:1', 'wrr:1:2', 'wrr:1:3', 'aao')
+# Scheduler variants: (policy, local algorithm, oracle), label.
+VARIANTS = {
+    'rr+la': ('rr', True, False),
+    'accumo-no-la': ('accumo', False, False),
+    'accumo': ('accumo', True, False),
+    'accumo-oracle': ('accumo', True, True),
+}
+WEIGHTED = ('accumo-no-la', 'accumo', 'accumo-oracle')
+# The dissertation's measured E2E offload latencies and server times (802.11ac + 2080 Ti).
+DISSERTATION_LATENCIES = {
+    'source': 'dissertation §2.8.3 (802.11ac + RTX 2080 Ti), constant',
+    'depth': {'latency_ms': [70.98], 'server_ms': [50.39]},
+    'odometry': {'latency_ms': [61.05], 'server_ms': [53.73]},
+}
+# The release's stride limits for latencies (5, 4).
+DEFAULT_STRIDE_LIMITS = (25, 26)
+MIN_DEPTH, MAX_DEPTH = 1e-3, 80.0
+
+
+def abs_rel(predicted: np.ndarray, truth: np.ndarray) -> float:
+    """AbsRel over pixels with ground truth in (1 mm, 80 m] (the release's validity)."""
+    valid = (truth > MIN_DEPTH) & (truth <= MAX_DEPTH) & np.isfinite(truth)
+    t = truth[valid]
+    return float(np.mean(np.abs(predicted[valid] - t) / t))
+
+
+class LatencyModel:
+    """Per-task offload latencies drawn from samples (milliseconds)."""
+
+    def __init__(self, document: dict) -> None:
+        try:
+            self.latency_s = [
+                np.asarray(document[name]['latency_ms'], dtype=float) / 1e3
+                for name in ('depth', 'odometry')
+            ]
+            self.server_s = [
+                np.asarray(document[name].get('server_ms', [0.0]), dtype=float) / 1e3
+                for name in ('depth', 'odometry')
+            ]
+        except (KeyError, TypeError) as error:
+            raise ValueError(
+                f'latency file needs depth/odometry latency_ms lists: {error}'
+            ) from None
+        if any(len(s) == 0 or np.any(s <= 0) for s in self.latency_s):
+            raise ValueError('latencies must be positive and non-empty')
+        self.source = str(document.get('source', 'unknown'))
+
+    @classmethod
+    def load(cls, path: Path | None) -> LatencyModel:
+        """Read a latency YAML (None: the dissertation's constants)."""
+        if path is None:
+            return cls(DISSERTATION_LATENCIES)
+        return cls(yaml.safe_load(Path(path).read_text()))
+
+    def draw(self, tasks: tuple[int, ...], rng: np.random.Generator) -> float:
+        """Latency of one offload for ``tasks``; both at once adds the other's server time."""
+        first = tasks[0]
+        latency = float(rng.choice(self.latency_s[first]))
+        for other in tasks[1:]:
+            latency += float(rng.choice(self.server_s[other]))
+        return latency
+
+    def default_frames(self, fps: float) -> tuple[int, int]:
+        """Median latency per task in frames (the scheduler's prior)."""
+        return tuple(max(1, math.ceil(float(np.median(s)) * fps - 1e-9)) for s in self.latency_s)
+
+
+@dataclass
+class SequenceData:
+    """A sequence with everything that does not depend on the schedule, computed once."""
+
+    name: str
+    category: str
+    sequence: LoadedSequence
+    server_depth: np.ndarray  # (N, H, W) server net on every frame
+    lite_depth: np.ndarray
+    server_error: np.ndarray  # (N,) AbsRel vs ground truth
+    lite_error: np.ndarray
+    truth: np.ndarray
+    vo: VoCache
+    odometry_window_drops: dict[int, float]  # window start -> true t_err drop (4 -> 8)
+    tracker_errors: dict[tuple[int, int], float] = field(default_factory=dict)
+    tracker_rates: dict[tuple[int, int], float] = field(default_factory=dict)
+    fps: float = 60.0
+
+
+def load_sequence_data(path: Path, cache_dir: Path, oracle: bool) -> SequenceData:
+    """Read a sequence bag and run both depth nets on every frame (cached as .npz)."""
+    from accumo_ros.depth_nets import load_depth_net
+
+    sequence = read_sequence_bag(path)
+    cache = cache_dir / f'{path.name}.npz'
+    if cache.is_file():
+        stored = np.load(cache)
+        server, lite = stored['server'], stored['lite']
+    else:
+        server = load_depth_net('server').predict(sequence.rgb)
+        lite = load_depth_net('lite').predict(sequence.rgb)
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        np.savez(cache, server=server, lite=lite)
+    server_error = np.array([abs_rel(server[i], sequence.depth[i]) for i in range(len(server))])
+    lite_error = np.array([abs_rel(lite[i], sequence.depth[i]) for i in range(len(lite))])
+    vo = VoCache(sequence, lambda _s, index: server[index])
+    window_drops_by_start: dict[int, float] = {}
+    if oracle:
+        drops_file = cache_dir / f'{path.name}.window_drops.json'
+        if drops_file.is_file():
+            window_drops_by_start = {
+                int(k): v for k, v in json.loads(drops_file.read_text()).items()
+            }
+        else:
+            starts: list[int] = []
+            _, drops = window_drops(
+                sequence, lambda _s, index: server[index], window_starts=starts
+            )
+            window_drops_by_start = {s: float(d) for s, d in zip(starts, drops, strict=True)}
+            drops_file.write_text(json.dumps(window_drops_by_start))
+    fps = 1.0 / float(np.median(np.diff(sequence.frame_times)))
+    return SequenceData(
+        path.name,
+        sequence.category,
+        sequence,
+        server,
+        lite,
+        server_error,
+        lite_error,
+        sequence.frame_poses(),
+        vo,
+        window_drops_by_start,
+        fps=fps,
+    )
+
+
+class _EvalPipeline(AccumoPipeline):
+    """The pipeline with warps and tracker-model estimates cached per (base, frame).
+
+    Both depend only on the IMU-only filter, the frames and the server maps, none of which
+    depends on the schedule, so every run on a sequence shares them.
+    """
+
+    data: SequenceData
+
+    def tracker_estimate(self, base_frame: int, frame: int) -> float:
+        key = (base_frame, frame)
+        rates = self.data.tracker_rates
+        if key not in rates:
+            rates[key] = super().tracker_estimate(base_frame, frame)
+        return rates[key]
+
+    def tracker_error(self, base_frame: int) -> float:
+        """AbsRel vs ground truth of the warped server map of ``base_frame`` now."""
+        key = (base_frame, self.frame)
+        errors = self.data.tracker_errors
+        if key not in errors:
+            if base_frame == self.frame:
+                errors[key] = float(self.data.server_error[base_frame])
+            else:
+                warped = warp_depth(
+                    self.data.server_depth[base_frame], self.intrinsics, self.warp_pose()
+                )
+                errors[key] = abs_rel(warped, self.data.sequence.depth[self.frame])
+        return errors[key]
+
+
+def _oracle(data: SequenceData, use_local_algorithm: bool):  # noqa: ANN202
+    """Return true accuracy drops instead of the models' estimates (relative to the server net)."""
+    window = 32
+
+    def estimates(pipeline: _EvalPipeline, frame: int) -> list[AccuracyEstimate]:
+        base = pipeline.last_offloads[DEPTH]
+        if base is None or base == frame:
+            depth = AccuracyEstimate(pipeline.tracker_model.drop_rate)
+        else:
+            reference = data.server_error[base]
+            rate = max(0.0, pipeline.tracker_error(base) - reference) / (frame - base)
+            local = max(0.0, data.lite_error[frame] - reference)
+            depth = AccuracyEstimate(rate, local if use_local_algorithm else math.inf)
+        start = (frame // window) * window
+        drop = data.odometry_window_drops.get(
+            start, data.odometry_window_drops.get(start - window, 0.0)
+        )
+        return [depth, AccuracyEstimate(max(0.0, drop) / 4.0)]
+
+    return estimates
+
+
+@dataclass
+class RunResult:
+    """One scheduler on one sequence."""
+
+    sequence: str
+    category: str
+    scheduler: str
+    weights: tuple[float, float] | None
+    depth_abs_rel: float
+    odometry_t_err: float
+    offloads: tuple[int, int]  # per task
+    depth_sources: dict[str, int]
+    decision_ms_p50: float
+    decision_ms_p99: float
+    # Per-frame series for the plots: depth AbsRel, offloaded task (-1 none, 2 both),
+    # estimated drop rates and latency frames at each decision.
+    depth_error: list[float]
+    offloaded: list[int]
+    drop_rates: list[tuple[int, float, float]]
+
+
+def run_scheduler(
+    data: SequenceData,
+    scheduler: str,
+    weights: tuple[float, float] | None,
+    latency_model: LatencyModel,
+    odometry_model: OdometryAccuracyModel,
+    seed: int = 0,
+    config: PipelineConfig | None = None,
+) -> RunResult:
+    """Replay one sequence under one scheduler; return its accuracy and series."""
+    policy_name, use_la, oracle = VARIANTS.get(scheduler, (scheduler, scheduler == 'la', False))
+    s = data.sequence
+    config = config or PipelineConfig(use_local_algorithm=use_la, fps=data.fps)
+    default_frames = latency_model.default_frames(data.fps)
+    mpc = None
+    if policy_name == 'accumo':
+        tasks = [
+            TaskSpec('depth', default_frames[0], DEFAULT_STRIDE_LIMITS[0]),
+            TaskSpec('odometry', default_frames[1], DEFAULT_STRIDE_LIMITS[1]),
+        ]
+        mpc = MpcScheduler(tasks, horizon=30, merge=weighted_sum(weights or (1.0, 1.0)))
+    policy = make_policy(policy_name, 2, mpc)
+    pipeline = _EvalPipeline(
+        s.intrinsics,
+        policy,
+        lambda frame, _rgb: data.lite_depth[frame],
+        odometry_model,
+        initial_pose=data.truth[0],
+        initial_velocity=s.velocities_world[0],
+        noise=imu_noise_of(s),
+        config=config,
+        latency_frames=default_frames,
+        accuracy_source=_oracle(data, use_la) if oracle else None,
+    )
+    pipeline.data = data
+    latencies = OffloadLatencyEstimator(default_frames, data.fps)
+    rng = np.random.default_rng(seed)
+    frames = len(s.frame_times)
+    poses = np.empty_like(data.truth)
+    depth_error = np.empty(frames)
+    offloaded = np.full(frames, -1, dtype=int)
+    sources = {TRACKER: 0, LOCAL_ALGORITHM: 0, 'no_server_depth': 0}
+    counts = [0, 0]
+    decision_times: list[float] = []
+    drop_rates: list[tuple[int, float, float]] = []
+    in_flight: tuple[int, int, tuple[int, ...], float] | None = None  # arrival, frame, tasks
+    imu = 0
+    for frame in range(frames):
+        frame_time = float(s.frame_times[frame])
+        while imu < len(s.imu_times) and s.imu_times[imu] <= frame_time + 1e-9:
+            pipeline.add_imu(s.imu_times[imu], s.angular_velocity[imu], s.linear_acceleration[imu])
+            imu += 1
+        if in_flight is not None and in_flight[0] <= frame:
+            _, offloaded_frame, tasks, latency_s = in_flight
+            for task in tasks:
+                if task == DEPTH:
+                    pipeline.depth_result(offloaded_frame, data.server_depth[offloaded_frame])
+                else:
+                    first, second, _ = pipeline.odometry_pair(offloaded_frame)
+                    result = data.vo(first, second)
+                    relative = result.relative_pose if result.ok else None
+                    pipeline.odometry_result(offloaded_frame, relative, result.covariance)
+                latencies.record(task, OffloadSample(latency_s))
+            in_flight = None
+            pipeline.set_latency_frames(latencies.frames())
+        pipeline.begin_frame(frame, frame_time, s.rgb[frame])
+        if not pipeline.outstanding:
+            decision = pipeline.decide()
+            if policy_name == 'accumo':
+                decision_times.append(decision.solve_time_s)
+            if decision.tasks:
+                for task in decision.tasks:
+                    counts[task] += 1
+                offloaded[frame] = decision.tasks[0] if len(decision.tasks) == 1 else 2
+                drop_rates.append(
+                    (
+                        frame,
+                        decision.estimates[DEPTH].drop_rate,
+                        decision.estimates[ODOMETRY].drop_rate,
+                    )
+                )
+            if pipeline.outstanding:
+                latency_s = latency_model.draw(pipeline.outstanding, rng)
+                arrival = frame + max(1, math.ceil(latency_s * data.fps - 1e-9))
+                in_flight = (arrival, frame, pipeline.outstanding, latency_s)
+        choice = pipeline.select_depth()
+        sources[choice.source] += 1
+        if choice.source == TRACKER:
+            depth_error[frame] = pipeline.tracker_error(choice.base_frame)
+        else:
+            depth_error[frame] = data.lite_error[frame]
+        pipeline.update_accuracy_models()
+        poses[frame] = pipeline.pose
+    t_err = kitti_errors(data.truth, poses, step=SEGMENT_STEP).t_err
+    times_ms = np.array(decision_times or [math.nan]) * 1e3
+    return RunResult(
+        data.name,
+        data.category,
+        scheduler,
+        weights,
+        float(depth_error.mean()),
+        float(t_err),
+        (counts[0], counts[1]),
+        sources,
+        float(np.nanpercentile(times_ms, 50)) if decision_times else math.nan,
+        float(np.nanpercentile(times_ms, 99)) if decision_times else math.nan,
+        depth_error.round(5).tolist(),
+        offloaded.tolist(),
+        drop_rates,
+    )
+
+
+def evaluate_sequence(
+    path: Path,
+    cache_dir: Path,
+    latency_model: LatencyModel,
+    schedulers: Sequence[str],
+    weight_ratios: Sequence[tuple[float, float]],
+    seed: int,
+) -> list[RunResult]:
+    """Every scheduler (weighted ones at every ratio) on one sequence."""
+    import torch
+
+    torch.set_num_threads(1)
+    oracle = 'accumo-oracle' in schedulers
+    data = load_sequence_data(path, cache_dir, oracle)
+    model = OdometryAccuracyModel.load()
+    results = []
+    for scheduler in schedulers:
+        for weights in weight_ratios if scheduler in WEIGHTED else [None]:
+            started = time.monotonic()
+            result = run_scheduler(data, scheduler, weights, latency_model, model, seed)
+            results.append(result)
+            print(
+                f'  {data.name:14s} {scheduler:14s} {str(weights or ""):10s} '
+                f'depth {result.depth_abs_rel:.4f} odom {result.odometry_t_err:.4f} '
+                f'offloads {result.offloads} ({time.monotonic() - started:.0f} s)',
+                flush=True,
+            )
+    return results
+
+
+# --- Report -----------------------------------------------------------------------------------
+
+
+def overall(result: RunResult, weights: tuple[float, float]) -> float:
+    """Weighted average of depth AbsRel and odometry t_err (lower is better)."""
+    w_depth, w_odometry = weights
+    return (w_depth * result.depth_abs_rel + w_odometry * result.odometry_t_err) / (
+        w_depth + w_odometry
+    )
+
+
+def _pick(results: list[RunResult], scheduler: str, weights: tuple | None) -> list[RunResult]:
+    return [
+        r
+        for r in results
+        if r.scheduler == scheduler
+        and (scheduler not in WEIGHTED or tuple(r.weights) == tuple(weights))
+    ]
+
+
+def _mean_by_category(
+    runs: list[RunResult],
+    value,
+    categories: list[str],  # noqa: ANN001
+) -> dict[str, float]:
+    return {c: float(np.mean([value(r) for r in runs if r.category == c])) for c in categories}
+
+
+def report(results: list[RunResult], setup: dict) -> str:
+    """Markdown tables: Table 2.3 (1:1), Fig. 2.12 gains, Table 2.4, oracle, MPC times."""
+    categories = sorted(
+        {r.category for r in results},
+        key=lambda c: (
+            ['low_low', 'low_high', 'high_low', 'high_high'].index(c)
+            if c in ['low_low', 'low_high', 'high_low', 'high_high']
+            else 9
+        ),
+    )
+    schedulers = list(dict.fromkeys(r.scheduler for r in results))
+    lines = ['# AccuMO evaluation (fast mode)', '']
+    lines += [f'* {key}: {value}' for key, value in setup.items()]
+    lines.append('')
+    for weights in WEIGHT_RATIOS:
+        if not any(r.weights is not None and tuple(r.weights) == weights for r in results) and any(
+            r.scheduler in WEIGHTED for r in results
+        ):
+            continue
+        label = f'{weights[0]}:{weights[1]}'
+        lines += [f'## Weight {label} (depth:odometry), lower is better', '']
+        header = (
+            '| scheduler | '
+            + ' | '.join(f'{c} depth | {c} odom | {c} overall' for c in categories)
+            + ' | mean overall |'
+        )
+        lines += [header, '|' + '---|' * (2 + 3 * len(categories))]
+        means = {}
+        for scheduler in schedulers:
+            runs = _pick(results, scheduler, weights)
+            if not runs:
+                continue
+            depth = _mean_by_category(runs, lambda r: r.depth_abs_rel, categories)
+            odometry = _mean_by_category(runs, lambda r: r.odometry_t_err, categories)
+            total = _mean_by_category(runs, partial(overall, weights=weights), categories)
+            means[scheduler] = float(np.mean(list(total.values())))
+            cells = ' | '.join(
+                f'{depth[c]:.3f} | {odometry[c]:.3f} | {total[c]:.3f}' for c in categories
+            )
+            lines.append(f'| {scheduler} | {cells} | {means[scheduler]:.4f} |')
+        baselines = {k: v for k, v in means.items() if k in STATIC_BASELINES}
+        if baselines and 'accumo' in means:
+            best = min(baselines, key=baselines.get)
+            best_runs = _pick(results, best, weights)
+            accumo_runs = _pick(results, 'accumo', weights)
+            best_total = _mean_by_category(
+                best_runs, partial(overall, weights=weights), categories
+            )
+            accumo_total = _mean_by_category(
+                accumo_runs, partial(overall, weights=weights), categories
+            )
+            gains = {
+                c: (best_total[c] - accumo_total[c]) / best_total[c] * 100 for c in categories
+            }
+            lines += [
+                '',
+                f'Best static baseline (mean overall): **{best}** {baselines[best]:.4f}; '
+                f'AccuMO {means["accumo"]:.4f}: '
+                f'**{(baselines[best] - means["accumo"]) / baselines[best] * 100:+.1f} %** '
+                '(per category: ' + ', '.join(f'{c} {g:+.1f} %' for c, g in gains.items()) + ').',
+            ]
+        lines.append('')
+    lines += ['## Ablation (Table 2.4): depth AbsRel over all sequences, weight 1:1', '']
+    lines += ['| scheduler | AbsRel | improvement over RR |', '|---|---|---|']
+    rr = [r.depth_abs_rel for r in _pick(results, 'rr', None)]
+    for scheduler in ('rr', 'rr+la', 'accumo-no-la', 'accumo'):
+        runs = _pick(results, scheduler, (1, 1))
+        if runs and rr:
+            value = float(np.mean([r.depth_abs_rel for r in runs]))
+            gain = (np.mean(rr) - value) / np.mean(rr) * 100
+            lines.append(f'| {scheduler} | {value:.4f} | {gain:+.1f} % |')
+    lines += ['', '## Real accuracy models vs the oracle (overall, mean over sequences)', '']
+    lines += ['| weight | AccuMO | AccuMO oracle | difference |', '|---|---|---|---|']
+    for weights in WEIGHT_RATIOS:
+        real = _pick(results, 'accumo', weights)
+        ideal = _pick(results, 'accumo-oracle', weights)
+        if real and ideal:
+            a = float(np.mean([overall(r, weights) for r in real]))
+            b = float(np.mean([overall(r, weights) for r in ideal]))
+            lines.append(
+                f'| {weights[0]}:{weights[1]} | {a:.4f} | {b:.4f} | {(a - b) / b * 100:+.1f} % |'
+            )
+    times = [r.decision_ms_p99 for r in results if not math.isnan(r.decision_ms_p99)]
+    medians = [r.decision_ms_p50 for r in results if not math.isnan(r.decision_ms_p50)]
+    if times:
+        lines += [
+            '',
+            f'MPC decision time (Python, per run): p50 median {np.median(medians):.3f} ms, '
+            f'p99 worst {max(times):.3f} ms, p99 median {np.median(times):.3f} ms.',
+        ]
+    return '\n'.join(lines) + '\n'
+
+
+def plot(results: list[RunResult], output: Path, fps: float) -> list[Path]:
+    """Accuracy over time and offload ratio over time on one high/high sequence (Fig. 2.15)."""
+    import matplotlib
+
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+
+    written = []
+    high = [r for r in results if r.category == 'high_high'] or results
+    name = high[0].sequence
+    runs = {
+        r.scheduler: r
+        for r in high
+        if r.sequence == name and (r.weights is None or tuple(r.weights) == (1, 1))
+    }
+    fig, axes = plt.subplots(3, 1, figsize=(10, 9), sharex=True)
+    kernel = np.ones(16) / 16
+    for scheduler in ('rr', 'accumo', 'accumo-oracle', 'la'):
+        if scheduler in runs:
+            series = np.convolve(runs[scheduler].depth_error, kernel, mode='same')
+            axes[0].plot(np.arange(len(series)) / fps, series, label=scheduler, lw=1)
+    axes[0].set_ylabel('depth AbsRel (16-frame mean)')
+    axes[0].legend()
+    for scheduler in ('rr', 'accumo'):
+        if scheduler not in runs:
+            continue
+        offloaded = np.array(runs[scheduler].offloaded)
+        frames = np.flatnonzero(offloaded >= 0)
+        tasks = offloaded[frames]
+        ratio = []
+        for i in range(len(frames)):
+            window = tasks[max(0, i - 7) : i + 1]
+            depth, odometry = np.sum(window == 0), np.sum(window == 1)
+            ratio.append(depth / max(odometry, 1))
+        axes[1].step(frames / fps, ratio, where='post', label=scheduler)
+    axes[1].set_ylabel('depth:odometry offloads\n(last 8 offloads)')
+    axes[1].set_yscale('log', base=3)
+    axes[1].legend()
+    if 'accumo' in runs:
+        rates = np.array(runs['accumo'].drop_rates)
+        if len(rates):
+            axes[2].plot(rates[:, 0] / fps, rates[:, 1], label='depth r (AbsRel/frame)')
+            axes[2].plot(rates[:, 0] / fps, rates[:, 2], label='odometry r (t_err/frame)')
+            axes[2].legend()
+    axes[2].set_ylabel('estimated drop rate')
+    axes[2].set_xlabel('time (s)')
+    fig.suptitle(f'{name}, weight 1:1 (fast mode)')
+    fig.tight_layout()
+    path = output / 'accuracy_over_time.png'
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    written.append(path)
+    return written
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog='accumo_evaluate', description=__doc__.split('\n')[0])
+    parser.add_argument('--dataset', type=Path, required=True, help='accumo_generate folder')
+    parser.add_argument('--split', default='heldout', choices=('heldout', 'train', 'all'))
+    parser.add_argument('--output', type=Path, required=True, help='folder for the results')
+    parser.add_argument(
+        '--latencies',
+        type=Path,
+        default=None,
+        help='YAML of measured per-task latencies (default: the dissertation constants)',
+    )
+    parser.add_argument(
+        '--schedulers',
+        default=','.join((*STATIC_BASELINES, *VARIANTS)),
+        help='comma-separated schedulers',
+    )
+    parser.add_argument('--weights', default='4:1,2:1,1:1,1:2,1:4', help='depth:odometry ratios')
+    parser.add_argument('--workers', type=int, default=2)
+    parser.add_argument('--seed', type=int, default=0)
+    parser.add_argument('--limit', type=int, default=0, help='first N sequences only (0: all)')
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the evaluation; exit code 2 on bad arguments."""
+    args = _parser().parse_args(argv)
+    try:
+        latency_model = LatencyModel.load(args.latencies)
+        weights = [tuple(float(v) for v in w.split(':')) for w in args.weights.split(',')]
+        schedulers = [s.strip() for s in args.schedulers.split(',') if s.strip()]
+        for scheduler in schedulers:
+            if scheduler not in VARIANTS:
+                make_policy(scheduler, 2, None) if scheduler != 'accumo' else None
+    except (ValueError, OSError) as error:
+        print(f'accumo_evaluate: {error}', file=sys.stderr)
+        return 2
+    splits = ('train', 'heldout') if args.split == 'all' else (args.split,)
+    paths = [p for split in splits for p in split_paths(args.dataset, split)]
+    if args.limit:
+        paths = paths[: args.limit]
+    if not paths:
+        print(f'accumo_evaluate: no {args.split} sequences in {args.dataset}', file=sys.stderr)
+        return 2
+    args.output.mkdir(parents=True, exist_ok=True)
+    cache_dir = args.output / 'cache'
+    started = time.monotonic()
+    jobs = [(p, cache_dir, latency_model, schedulers, weights, args.seed) for p in paths]
+    results: list[RunResult] = []
+    if args.workers > 1:
+        with ProcessPoolExecutor(args.workers) as pool:
+            for part in pool.map(evaluate_sequence, *zip(*jobs, strict=True)):
+                results += part
+    else:
+        for job in jobs:
+            results += evaluate_sequence(*job)
+    setup = {
+        'mode': 'fast: real nets, VO and filters; offload latency drawn per offload from '
+        f'{latency_model.source}',
+        'sequences': ', '.join(p.name for p in paths),
+        'horizon': 30,
+        'stride limits (depth, odometry)': DEFAULT_STRIDE_LIMITS,
+        'seconds': round(time.monotonic() - started),
+    }
+    (args.output / 'runs.json').write_text(
+        json.dumps({'setup': setup, 'runs': [asdict(r) for r in results]})
+    )
+    text = report(results, setup)
+    (args.output / 'report.md').write_text(text)
+    fps = 60.0
+    plot(results, args.output, fps)
+    print(text)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

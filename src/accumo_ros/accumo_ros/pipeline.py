@@ -1,0 +1,395 @@
+# Copyright 2026 The edge_offload authors
+# SPDX-License-Identifier: Apache-2.0
+"""The robot side of AccuMO for depth and odometry (spec §2.3 data flow), without ROS.
+
+One :class:`AccumoPipeline` per camera. The scheduler node and the evaluator drive the
+same object, in this order for each camera frame ``f``:
+
+1. :meth:`~AccumoPipeline.add_imu` for every IMU sample up to the frame's time;
+2. :meth:`~AccumoPipeline.depth_result` / :meth:`~AccumoPipeline.odometry_result` /
+   :meth:`~AccumoPipeline.offload_failed` for offloads whose results arrived;
+3. :meth:`~AccumoPipeline.begin_frame`, then, when no offload is outstanding,
+   :meth:`~AccumoPipeline.decide` (the policy picks the tasks, the odometry filter is
+   snapshotted) and the caller uploads the frame;
+4. :meth:`~AccumoPipeline.select_depth` (tracker or lite model), :meth:`render_depth` for
+   the map, :attr:`~AccumoPipeline.pose` for the odometry;
+5. :meth:`~AccumoPipeline.update_accuracy_models`.
+
+Tasks: 0 = depth (server depth net; tracker = warping the last server map with the pose
+change of an IMU-only filter; local algorithm = the lite depth net), 1 = odometry (server
+frame-pair VO; tracker and local algorithm = the error-state Kalman filter fusing VO poses
+late by rollback). Accuracy estimates: depth ``r`` from the optical-flow tracker model,
+depth ``d`` from lite vs server on the latest offloaded frame, odometry ``r`` from the
+angular-speed quantile regression; odometry has no separate local-algorithm cap (``d = ∞``).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from accumo_ros.depth_tracking import (
+    DEFAULT_INITIAL_DROP_RATE,
+    DEFAULT_MIN_STRIDE,
+    TRACKER,
+    DepthTrackerAccuracyModel,
+    lite_model_drop,
+    optical_relative_pose,
+    select_local_depth,
+    warp_depth,
+)
+from accumo_ros.geometry import Intrinsics
+from accumo_ros.imu import ImuNoise
+from accumo_ros.imu_filter import DelayedPoseFusion, ErrorStateKalmanFilter
+from accumo_ros.mpc import AccuracyEstimate
+from accumo_ros.odometry_model import OdometryAccuracyModel, window_angular_speed
+from accumo_ros.offload_policies import MpcPolicy, OffloadPolicy
+
+DEPTH = 0
+ODOMETRY = 1
+TASK_NAMES = ('depth', 'odometry')
+# Before any server depth map exists there is nothing to track: every policy uses the lite net.
+NO_SERVER_DEPTH = 'no_server_depth'
+
+LiteDepth = Callable[[int, np.ndarray], np.ndarray]  # (frame, rgb) -> depth in metres
+AccuracySource = Callable[['AccumoPipeline', int], Sequence[AccuracyEstimate]]
+
+
+@dataclass(frozen=True)
+class PipelineConfig:
+    """Settings of the robot-side tasks (defaults: the release's, §2.4 [R])."""
+
+    use_local_algorithm: bool = True  # depth: switch to the lite net when it is better
+    # The server depth net's own average AbsRel, subtracted from lite-vs-server (the
+    # release's 0.04; the trained server net's held-out AbsRel is 0.053).
+    server_mean_abs_rel: float = 0.053
+    initial_depth_drop_rate: float = DEFAULT_INITIAL_DROP_RATE
+    tracker_min_stride: int = DEFAULT_MIN_STRIDE
+    # The flow-based tracker model is slow (66 ms on the phone): it runs at most once every
+    # this many frames, as the release's "only when not busy".
+    tracker_model_period: int = 4
+    angular_window_frames: int = 32  # odometry accuracy model's window
+    fps: float = 60.0
+
+    def __post_init__(self) -> None:
+        if self.tracker_model_period < 1 or self.angular_window_frames < 1:
+            raise ValueError('tracker_model_period and angular_window_frames must be >= 1')
+        if not self.fps > 0.0:
+            raise ValueError(f'fps must be positive, got {self.fps}')
+        if not (self.server_mean_abs_rel >= 0.0 and math.isfinite(self.server_mean_abs_rel)):
+            raise ValueError('server_mean_abs_rel must be finite and >= 0')
+
+
+@dataclass(frozen=True)
+class DepthChoice:
+    """Where the depth of a frame comes from."""
+
+    source: str  # TRACKER, LOCAL_ALGORITHM or NO_SERVER_DEPTH
+    base_frame: int | None  # the offloaded frame whose server map is warped (tracker)
+    stride: int | None  # frames since that offloaded frame
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What the policy chose for a frame, with what it knew (for TaskDecision)."""
+
+    frame: int
+    tasks: tuple[int, ...]  # offloaded for; () = none
+    estimates: tuple[AccuracyEstimate, ...]
+    latency_frames: tuple[int, ...]
+    staleness: tuple[int | None, ...]
+    predicted_objective: float  # the MPC's cost (nan for the baselines)
+    solve_time_s: float
+
+
+@dataclass
+class _PendingOdometry:
+    first: int  # the previous odometry offload: the VO pair is (first, second)
+    second: int
+    first_rgb: np.ndarray | None
+
+
+@dataclass
+class _DepthState:
+    frame: int | None = None  # offloaded frame of the server map in use
+    server_depth: np.ndarray | None = None
+    rgb: np.ndarray | None = None
+    pose: np.ndarray | None = None  # IMU-only pose at that frame
+    lite_drop: float = math.inf
+    last_model_frame: int | None = None
+    pending: dict[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+
+
+class AccumoPipeline:
+    """Depth and odometry tracking with offloads chosen by an :class:`OffloadPolicy`."""
+
+    def __init__(
+        self,
+        intrinsics: Intrinsics,
+        policy: OffloadPolicy,
+        lite_depth: LiteDepth,
+        odometry_model: OdometryAccuracyModel,
+        *,
+        initial_pose: np.ndarray | None = None,
+        initial_velocity: np.ndarray | None = None,
+        noise: ImuNoise | None = None,
+        config: PipelineConfig | None = None,
+        latency_frames: Sequence[int] = (5, 4),
+        accuracy_source: AccuracySource | None = None,
+    ) -> None:
+        self.intrinsics = intrinsics
+        self.policy = policy
+        self.lite_depth = lite_depth
+        self.odometry_model = odometry_model
+        self.config = config or PipelineConfig()
+        # Replaces the accuracy models' estimates (the evaluator's oracle); None = the models.
+        self.accuracy_source = accuracy_source
+        noise = noise or ImuNoise()
+        self.imu_only = DelayedPoseFusion(
+            ErrorStateKalmanFilter(initial_pose, initial_velocity, noise)
+        )
+        self.fusion = DelayedPoseFusion(
+            ErrorStateKalmanFilter(initial_pose, initial_velocity, noise)
+        )
+        self.tracker_model = DepthTrackerAccuracyModel(
+            intrinsics,
+            min_stride=self.config.tracker_min_stride,
+            initial_drop_rate=self.config.initial_depth_drop_rate,
+        )
+        self.latency_frames = tuple(int(v) for v in latency_frames)
+        self.frame: int | None = None  # the frame being processed
+        self.frame_time: float | None = None
+        self.rgb: np.ndarray | None = None
+        self._depth = _DepthState()
+        self._odometry_last: int | None = None  # latest odometry offload whose pose arrived
+        self._odometry_previous: int | None = None  # latest odometry offload started
+        self._odometry_previous_rgb: np.ndarray | None = None
+        self._odometry_pending: dict[int, _PendingOdometry] = {}
+        self._rotations: deque[np.ndarray] = deque(maxlen=self.config.angular_window_frames + 1)
+        self.outstanding: tuple[int, ...] = ()  # tasks of the offload in flight
+        self.last_decision: Decision | None = None
+
+    # --- inputs ---------------------------------------------------------------------------
+
+    def add_imu(self, t: float, gyro: np.ndarray, accel: np.ndarray) -> None:
+        """Predict both filters with one IMU sample (times strictly increasing)."""
+        self.imu_only.add_imu(t, gyro, accel)
+        self.fusion.add_imu(t, gyro, accel)
+
+    def begin_frame(self, frame: int, t: float, rgb: np.ndarray) -> None:
+        """Start processing camera frame ``frame`` (increasing) taken at ``t``."""
+        if self.frame is not None and frame <= self.frame:
+            raise ValueError(f'frame {frame} is not after the previous frame {self.frame}')
+        self.frame, self.frame_time, self.rgb = int(frame), float(t), rgb
+        self._rotations.append(self.imu_only.filter.pose[:3, :3].copy())
+
+    @property
+    def last_offloads(self) -> tuple[int | None, int | None]:
+        """Per task, the latest offloaded frame whose result has arrived."""
+        return (self._depth.frame, self._odometry_last)
+
+    @property
+    def pose(self) -> np.ndarray:
+        """The odometry: T_world_body of the fused filter at the latest IMU sample."""
+        return self.fusion.filter.pose
+
+    @property
+    def velocity(self) -> np.ndarray:
+        """World-frame velocity of the fused filter."""
+        return self.fusion.filter.velocity
+
+    # --- accuracy estimates ---------------------------------------------------------------
+
+    def model_estimates(self) -> tuple[AccuracyEstimate, AccuracyEstimate]:
+        """Return the accuracy models' latest estimates (depth, odometry)."""
+        depth = AccuracyEstimate(
+            self.tracker_model.drop_rate,
+            max(self._depth.lite_drop, 0.0) if self.config.use_local_algorithm else math.inf,
+        )
+        rotations = self._rotations
+        if len(rotations) >= 2:
+            speed = window_angular_speed(
+                rotations[0], rotations[-1], (len(rotations) - 1) / self.config.fps
+            )
+        else:
+            speed = 0.0
+        return depth, AccuracyEstimate(self.odometry_model.drop_rate(speed))
+
+    def estimates(self) -> tuple[AccuracyEstimate, ...]:
+        """Return the estimates the scheduler uses (the models', or the accuracy source's)."""
+        if self.accuracy_source is not None and self.frame is not None:
+            return tuple(self.accuracy_source(self, self.frame))
+        return self.model_estimates()
+
+    def staleness(self) -> tuple[int | None, ...]:
+        """Frames since each task's latest usable offload (None before the first)."""
+        return tuple(
+            None if last is None or self.frame is None else self.frame - last
+            for last in self.last_offloads
+        )
+
+    # --- offloading -----------------------------------------------------------------------
+
+    def set_latency_frames(self, latency_frames: Sequence[int]) -> None:
+        """Use new per-task offload latencies (frames) from the next decision on."""
+        latencies = tuple(max(1, int(v)) for v in latency_frames)
+        if len(latencies) != len(TASK_NAMES):
+            raise ValueError(f'need {len(TASK_NAMES)} latencies, got {len(latencies)}')
+        self.latency_frames = latencies
+
+    def decide(self) -> Decision:
+        """Ask the policy for the current frame; the caller must then upload it.
+
+        Call only when no offload is outstanding. For an odometry offload the fused
+        filter's state is snapshotted now (the IMU must be fed up to the frame's time).
+        """
+        if self.frame is None:
+            raise RuntimeError('decide() before begin_frame()')
+        if self.outstanding:
+            raise RuntimeError(f'an offload for tasks {self.outstanding} is outstanding')
+        policy = self.policy
+        if isinstance(policy, MpcPolicy):
+            scheduler = policy.scheduler
+            if tuple(t.latency_frames for t in scheduler.tasks) != self.latency_frames:
+                policy.scheduler = scheduler.with_latencies(self.latency_frames)
+        estimates = self.estimates()
+        start = time.perf_counter()
+        tasks = tuple(policy.choose(self.frame, self.last_offloads, estimates))
+        solve_time = time.perf_counter() - start
+        objective = math.nan
+        if isinstance(policy, MpcPolicy) and policy.last_decision is not None:
+            objective = policy.last_decision.cost
+        self.outstanding = tuple(task for task in tasks if self._start_offload(task))
+        self.last_decision = Decision(
+            self.frame,
+            tasks,
+            tuple(estimates),
+            self.latency_frames,
+            self.staleness(),
+            objective,
+            solve_time,
+        )
+        return self.last_decision
+
+    def odometry_pair(self, frame: int) -> tuple[int, int, np.ndarray]:
+        """(first, second, first frame's RGB) of the VO pair of odometry offload ``frame``."""
+        pending = self._odometry_pending[frame]
+        return pending.first, pending.second, pending.first_rgb
+
+    def _start_offload(self, task: int) -> bool:
+        """Prepare ``task``'s offload of the current frame; False if it needs no upload."""
+        frame = self.frame
+        if task == DEPTH:
+            # Keep what the result will be combined with: the frame and its IMU-only pose.
+            self._depth.pending[frame] = (self.rgb, self.imu_only.filter.pose.copy())
+        elif task == ODOMETRY:
+            first = self._odometry_previous
+            if first is None:
+                # The first frame of a VO chain has nothing to pair with: no upload, the
+                # filter clones its pose here and the next offload pairs with it.
+                self.fusion.filter.clone_pose()
+                self._odometry_previous = self._odometry_last = frame
+                self._odometry_previous_rgb = self.rgb
+                return False
+            self.fusion.snapshot(frame, None)
+            self._odometry_pending[frame] = _PendingOdometry(
+                first, frame, self._odometry_previous_rgb
+            )
+            self._odometry_previous, self._odometry_previous_rgb = frame, self.rgb
+        else:
+            raise ValueError(f'unknown task {task}')
+        return True
+
+    def depth_result(self, frame: int, server_depth: np.ndarray) -> None:
+        """Take the server depth map of offloaded frame ``frame``."""
+        rgb, pose = self._depth.pending.pop(frame)
+        self._finish(DEPTH)
+        state = self._depth
+        state.frame, state.server_depth, state.rgb, state.pose = frame, server_depth, rgb, pose
+        if self.config.use_local_algorithm:
+            lite = self.lite_depth(frame, rgb)
+            state.lite_drop = lite_model_drop(lite, server_depth, self.config.server_mean_abs_rel)
+
+    def odometry_result(
+        self, frame: int, relative_pose: np.ndarray | None, covariance: np.ndarray | None
+    ) -> bool:
+        """Fuse the server VO of odometry offload ``frame`` (None: no pose for the pair).
+
+        Returns True when the pose was fused (False: first of a chain, failed or gated).
+        """
+        self._odometry_pending.pop(frame)
+        self._finish(ODOMETRY)
+        fused = self.fusion.fuse_relative(frame, relative_pose, covariance)
+        if relative_pose is not None:
+            self._odometry_last = frame
+        return fused
+
+    def offload_failed(self, task: int, frame: int) -> None:
+        """Record that the offload of ``frame`` for ``task`` brought no result (server down)."""
+        self._finish(task)
+        if task == DEPTH:
+            self._depth.pending.pop(frame, None)
+            return
+        pending = self._odometry_pending.pop(frame, None)
+        if pending is not None and frame in self.fusion.outstanding:
+            # Restart the VO chain at this frame: the next pair starts from here.
+            self.fusion.fuse_relative(frame, None, None)
+
+    def _finish(self, task: int) -> None:
+        self.outstanding = tuple(t for t in self.outstanding if t != task)
+
+    # --- per-frame outputs ----------------------------------------------------------------
+
+    def select_depth(self) -> DepthChoice:
+        """Choose the tracker or the lite net for the current frame (the local selector)."""
+        state = self._depth
+        if state.frame is None:
+            return DepthChoice(NO_SERVER_DEPTH, None, None)
+        stride = self.frame - state.frame
+        if self.config.use_local_algorithm and stride > 0:
+            estimate = self.estimates()[DEPTH]
+            source = select_local_depth(estimate.drop_rate, stride, estimate.local_drop)
+        else:
+            source = TRACKER
+        return DepthChoice(source, state.frame if source == TRACKER else None, stride)
+
+    def warp_pose(self) -> np.ndarray:
+        """T_2_1 from the optical frame of the server map in use to the current frame's."""
+        return optical_relative_pose(self._depth.pose, self.imu_only.filter.pose)
+
+    def render_depth(self, choice: DepthChoice) -> np.ndarray:
+        """Return the depth map (metres) of the current frame for ``choice``."""
+        if choice.source == TRACKER:
+            if choice.stride == 0:
+                return self._depth.server_depth
+            return warp_depth(self._depth.server_depth, self.intrinsics, self.warp_pose())
+        return self.lite_depth(self.frame, self.rgb)
+
+    def update_accuracy_models(self) -> bool:
+        """Run the depth tracker model when it is due; True if it ran."""
+        state = self._depth
+        if state.frame is None:
+            return False
+        stride = self.frame - state.frame
+        due = state.last_model_frame is None or (
+            self.frame - state.last_model_frame >= self.config.tracker_model_period
+        )
+        if stride < self.config.tracker_min_stride or not due:
+            return False
+        state.last_model_frame = self.frame
+        estimate = self.tracker_estimate(state.frame, self.frame)
+        self.tracker_model.drop_rate = estimate
+        return True
+
+    def tracker_estimate(self, base_frame: int, frame: int) -> float:
+        """Return the tracker model's drop rate from ``base_frame`` to the current ``frame``."""
+        state = self._depth
+        estimate = self.tracker_model.estimate(
+            state.rgb, state.server_depth, self.rgb, self.warp_pose(), frame - base_frame
+        )
+        return estimate.drop_rate

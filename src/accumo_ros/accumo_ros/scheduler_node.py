@@ -1,0 +1,576 @@
+# Copyright 2026 The edge_offload authors
+# SPDX-License-Identifier: Apache-2.0
+"""``accumo_scheduler``: depth and odometry on the robot, offloads chosen by AccuMO's MPC.
+
+Subscribes ``image_raw`` (rgb8/bgr8), ``camera_info`` and ``imu`` (sensor QoS) and
+``link_state`` (the bridge's); keeps at most one offload outstanding through the bridge's
+``offload`` action (models ``accumo_depth``, ``accumo_odometry``, ``accumo_depth_odometry``);
+publishes every frame
+
+* ``depth`` (``sensor_msgs/Image`` 32FC1, metres): the warped server map or the lite net;
+* ``odometry`` (``nav_msgs/Odometry``, ``odom_frame`` -> ``base_frame``) and, where
+  ``tf2_ros`` is installed, the same transform on TF;
+* ``accumo/decision`` (``offload_interfaces/TaskDecision``): the task offloaded (or none),
+  the drop-rate estimates, latencies in frames, staleness and the MPC's cost and time.
+
+The robot side is :class:`accumo_ros.pipeline.AccumoPipeline`; this node only moves
+messages. Callbacks queue work (frames: bounded, oldest dropped; IMU: bounded) for one
+worker thread that owns the pipeline, so no callback blocks. A failed offload (server
+down, deadline, bridge fallback) sends the robot to its local algorithms for
+``server_retry_s``, logged and counted in the decision's ``offloaded_task_index``.
+"""
+
+from __future__ import annotations
+
+import collections
+import math
+import queue
+import sys
+import threading
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import rclpy
+from builtin_interfaces.msg import Duration
+from geometry_msgs.msg import TransformStamped
+from nav_msgs.msg import Odometry
+from rclpy.exceptions import ParameterException
+from rclpy.executors import ExternalShutdownException
+from rclpy.node import Node
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+from scipy.spatial.transform import Rotation
+from sensor_msgs.msg import CameraInfo, Image, Imu
+
+from accumo_ros.depth_nets import load_depth_net
+from accumo_ros.geometry import Intrinsics
+from accumo_ros.mpc import MpcScheduler, TaskSpec, weighted_sum
+from accumo_ros.odometry_model import OdometryAccuracyModel
+from accumo_ros.offload_latency import OffloadLatencyEstimator, OffloadSample
+from accumo_ros.offload_policies import make_policy
+from accumo_ros.pipeline import (
+    DEPTH,
+    ODOMETRY,
+    TASK_NAMES,
+    AccumoPipeline,
+    Decision,
+    PipelineConfig,
+)
+from bringup.sensor_qos import RELIABLE_SENSOR_QOS_DESCRIPTION, sensor_qos
+from edge_offload.image_convert import ImageFormatError, cv2_to_imgmsg, imgmsg_to_cv2
+from edge_offload.ros_params import ParamSpec, declare_parameters, parameter_values
+from edge_offload.tensor_blob import TensorBlobError, from_tensor_blob, to_tensor_blob
+from offload_interfaces.action import Offload
+from offload_interfaces.msg import LinkState, TaskDecision
+
+try:  # TF is optional: the PyPI ROS wheels here have no tf2_ros.
+    from tf2_ros import TransformBroadcaster
+except ImportError:  # pragma: no cover - depends on the installation
+    TransformBroadcaster = None
+
+PARAMETERS = (
+    ParamSpec(
+        'policy', 'accumo', 'Offload policy: accumo, la, rr, wrr:X:Y (depth:odometry), aao.'
+    ),
+    ParamSpec('depth_weight', 1.0, 'Weight of depth AbsRel in the merged accuracy.', 0.0, 1e6),
+    ParamSpec(
+        'odometry_weight', 1.0, 'Weight of odometry t_err in the merged accuracy.', 0.0, 1e6
+    ),
+    ParamSpec('horizon', 30, 'MPC horizon in frames.', 1, 120),
+    ParamSpec('depth_stride_limit', 25, 'Most frames between depth offloads; 0 = none.', 0, 10000),
+    ParamSpec(
+        'odometry_stride_limit', 26, 'Most frames between odometry offloads; 0 = none.', 0, 10000
+    ),
+    ParamSpec('max_in_a_row', 0, 'Most offloads of one task in a row; 0 = no cap.', 0, 100),
+    ParamSpec('use_local_algorithm', True, 'Depth: switch to the lite net when it is better.'),
+    ParamSpec('fps', 60.0, 'Camera frame rate: turns latencies into frames.', 1.0, 1000.0),
+    ParamSpec('depth_latency_frames', 5, 'Depth offload latency before any is measured.', 1, 600),
+    ParamSpec(
+        'odometry_latency_frames', 4, 'Odometry offload latency before any is measured.', 1, 600
+    ),
+    ParamSpec('server_mean_abs_rel', 0.053, "The server depth net's own mean AbsRel.", 0.0, 10.0),
+    ParamSpec('offload_mode', 'nnto', "Mode requested from the bridge ('' = its default)."),
+    ParamSpec('deadline_s', 1.0, 'Time allowed per offload; later counts as failed.', 0.01, 60.0),
+    ParamSpec(
+        'server_retry_s', 2.0, 'After a failed offload, local algorithms only this long.', 0.0, 600
+    ),
+    ParamSpec('frame_queue_size', 2, 'Frames waiting for the worker; oldest dropped.', 1, 64),
+    ParamSpec('imu_queue_size', 2000, 'IMU samples waiting for the worker.', 10, 100000),
+    ParamSpec('odom_frame', 'odom', 'Frame of the odometry pose.'),
+    ParamSpec('base_frame', 'base_link', 'Body frame the odometry tracks.'),
+    ParamSpec('reliable_sensor_qos', False, RELIABLE_SENSOR_QOS_DESCRIPTION),
+)
+MODELS = {(DEPTH,): 'accumo_depth', (ODOMETRY,): 'accumo_odometry'}
+BOTH_MODEL = 'accumo_depth_odometry'
+
+
+@dataclass
+class _Result:
+    frame: int
+    tasks: tuple[int, ...]
+    outputs: dict[str, np.ndarray] | None  # None: failed
+    reason: str
+    latency_s: float
+    bytes_up: int = 0
+    bytes_down: int = 0
+    server_s: float = 0.0
+
+
+def _stamp_seconds(stamp) -> float:  # noqa: ANN001 - builtin_interfaces/Time
+    return stamp.sec + stamp.nanosec * 1e-9
+
+
+class AccumoSchedulerNode(Node):
+    """Run AccuMO's depth and odometry tasks on camera and IMU, offloading via the bridge."""
+
+    def __init__(self, **kwargs) -> None:  # noqa: ANN003 - rclpy Node options
+        super().__init__('accumo_scheduler', **kwargs)
+        declare_parameters(self, PARAMETERS)
+        self._config = config = parameter_values(self, PARAMETERS)
+        weights = (config['depth_weight'], config['odometry_weight'])
+        if sum(weights) <= 0.0:
+            raise ValueError('depth_weight and odometry_weight must not both be 0')
+        self._latency_defaults = (
+            config['depth_latency_frames'],
+            config['odometry_latency_frames'],
+        )
+        tasks = [
+            TaskSpec(name, latency, limit or None)
+            for name, latency, limit in zip(
+                TASK_NAMES,
+                self._latency_defaults,
+                (config['depth_stride_limit'], config['odometry_stride_limit']),
+                strict=True,
+            )
+        ]
+        scheduler = MpcScheduler(
+            tasks, config['horizon'], weighted_sum(weights), config['max_in_a_row'] or None
+        )
+        self._policy = make_policy(config['policy'], len(TASK_NAMES), scheduler)
+        self._lite = load_depth_net('lite')
+        self._odometry_model = OdometryAccuracyModel.load()
+        self._latencies = OffloadLatencyEstimator(self._latency_defaults, config['fps'])
+        self._pipeline: AccumoPipeline | None = None  # built on the first camera_info
+        self._intrinsics: Intrinsics | None = None
+
+        self._frames: collections.deque[Image] = collections.deque(
+            maxlen=config['frame_queue_size']
+        )
+        self._imu: collections.deque[tuple[float, np.ndarray, np.ndarray]] = collections.deque(
+            maxlen=config['imu_queue_size']
+        )
+        self._results: queue.SimpleQueue[_Result] = queue.SimpleQueue()
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self.counts: collections.Counter[str] = collections.Counter()
+        self._frame_index = 0
+        self._server_down_until = 0.0
+        self._last_imu_time = -math.inf
+        self._in_flight: tuple[int, tuple[int, ...], float] | None = None
+
+        from rclpy.action import ActionClient
+
+        self._client = ActionClient(self, Offload, 'offload')
+        reliable = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
+        self._depth_pub = self.create_publisher(Image, 'depth', reliable)
+        self._odometry_pub = self.create_publisher(Odometry, 'odometry', reliable)
+        self._decision_pub = self.create_publisher(TaskDecision, 'accumo/decision', reliable)
+        self._tf = TransformBroadcaster(self) if TransformBroadcaster is not None else None
+        qos = sensor_qos(config['reliable_sensor_qos'])
+        # IMU comes at several hundred Hz: a deeper history than the camera's.
+        imu_qos = QoSProfile(
+            depth=200,
+            history=qos.history,
+            reliability=qos.reliability,
+            durability=qos.durability,
+        )
+        self.create_subscription(Image, 'image_raw', self._on_image, qos)
+        self.create_subscription(CameraInfo, 'camera_info', self._on_camera_info, qos)
+        self.create_subscription(Imu, 'imu', self._on_imu, imu_qos)
+        self.create_subscription(LinkState, 'link_state', self._on_link_state, reliable)
+        self._worker = threading.Thread(target=self._work, name='accumo_worker', daemon=True)
+        self._worker.start()
+        self.get_logger().info(
+            f'AccuMO scheduler: policy {self._policy.name}, weights depth:odometry '
+            f'{weights[0]:g}:{weights[1]:g}, horizon {config["horizon"]}, '
+            f'local algorithm {"on" if config["use_local_algorithm"] else "off"}'
+            + ('' if self._tf else '; tf2_ros not installed: no TF, odometry topic only')
+        )
+
+    # --- callbacks (executor thread): queue and return ------------------------------------
+
+    def _on_camera_info(self, message: CameraInfo) -> None:
+        if self._intrinsics is None and message.width > 0 and message.k[0] > 0:
+            self._intrinsics = Intrinsics.from_k(message.k, message.width, message.height)
+            self._wake.set()
+
+    def _on_image(self, message: Image) -> None:
+        with self._lock:
+            if len(self._frames) == self._frames.maxlen:
+                self.counts['frames_dropped'] += 1
+            self._frames.append(message)
+        self._wake.set()
+
+    def _on_imu(self, message: Imu) -> None:
+        t = _stamp_seconds(message.header.stamp)
+        gyro = np.array(
+            [message.angular_velocity.x, message.angular_velocity.y, message.angular_velocity.z]
+        )
+        accel = np.array(
+            [
+                message.linear_acceleration.x,
+                message.linear_acceleration.y,
+                message.linear_acceleration.z,
+            ]
+        )
+        if not (np.all(np.isfinite(gyro)) and np.all(np.isfinite(accel))):
+            self.counts['imu_rejected'] += 1
+            self.get_logger().warning('IMU sample with NaN/inf dropped', throttle_duration_sec=5)
+            return
+        with self._lock:
+            if len(self._imu) == self._imu.maxlen:
+                self.counts['imu_dropped'] += 1
+            self._imu.append((t, gyro, accel))
+
+    def _on_link_state(self, message: LinkState) -> None:
+        if message.connected:
+            self._latencies.update_link(
+                message.uplink_bandwidth_bps, message.downlink_bandwidth_bps, message.rtt_s
+            )
+
+    # --- worker thread --------------------------------------------------------------------
+
+    def _work(self) -> None:
+        while not self._stop.is_set():
+            self._wake.wait(0.1)
+            self._wake.clear()
+            try:
+                self._drain()
+            except Exception as error:  # noqa: BLE001 - keep the robot running, say why
+                self.counts['worker_errors'] += 1
+                self.get_logger().error(f'frame processing failed: {error!r}')
+
+    def _drain(self) -> None:
+        while True:
+            if self._intrinsics is None:
+                # Frames wait (the bounded queue drops the oldest) until the calibration comes.
+                if self._frames:
+                    self.get_logger().warning(
+                        'no camera_info yet: frames wait', throttle_duration_sec=5.0
+                    )
+                return
+            with self._lock:
+                if not self._frames:
+                    return
+                image = self._frames.popleft()
+            self._process(image)
+
+    def _ensure_pipeline(self) -> AccumoPipeline:
+        if self._pipeline is None:
+            config = self._config
+            self._pipeline = AccumoPipeline(
+                self._intrinsics,
+                self._policy,
+                lambda _frame, rgb: self._lite.predict(rgb),
+                self._odometry_model,
+                config=PipelineConfig(
+                    use_local_algorithm=config['use_local_algorithm'],
+                    server_mean_abs_rel=config['server_mean_abs_rel'],
+                    fps=config['fps'],
+                ),
+                latency_frames=self._latency_defaults,
+            )
+        return self._pipeline
+
+    def _process(self, image: Image) -> None:
+        try:
+            rgb = imgmsg_to_cv2(image, 'rgb8')
+        except (ImageFormatError, ValueError) as error:
+            self.counts['frames_rejected'] += 1
+            self.get_logger().warning(f'frame rejected: {error}', throttle_duration_sec=5.0)
+            return
+        intrinsics = self._intrinsics
+        if rgb.shape[:2] != (intrinsics.height, intrinsics.width):
+            self.counts['frames_rejected'] += 1
+            self.get_logger().warning(
+                f'frame is {rgb.shape[1]}x{rgb.shape[0]}, camera_info says '
+                f'{intrinsics.width}x{intrinsics.height}: rejected',
+                throttle_duration_sec=5.0,
+            )
+            return
+        pipeline = self._ensure_pipeline()
+        frame_time = _stamp_seconds(image.header.stamp)
+        self._feed_imu(pipeline, frame_time)
+        self._apply_results(pipeline)
+        frame = self._frame_index
+        self._frame_index += 1
+        pipeline.begin_frame(frame, frame_time, rgb)
+        decision = None
+        if not pipeline.outstanding:
+            if time.monotonic() < self._server_down_until:
+                self.counts['frames_local_server_down'] += 1
+            else:
+                pipeline.set_latency_frames(self._latencies.frames())
+                decision = pipeline.decide()
+                if pipeline.outstanding:
+                    self._send(pipeline, image, rgb, frame, pipeline.outstanding)
+        choice = pipeline.select_depth()
+        depth = pipeline.render_depth(choice)
+        pipeline.update_accuracy_models()
+        self._publish(image, depth, pipeline, decision, choice.source)
+        self.counts['frames_processed'] += 1
+
+    def _feed_imu(self, pipeline: AccumoPipeline, frame_time: float) -> None:
+        while True:
+            with self._lock:
+                if not self._imu or self._imu[0][0] > frame_time + 1e-6:
+                    return
+                t, gyro, accel = self._imu.popleft()
+            if t <= self._last_imu_time:
+                self.counts['imu_out_of_order'] += 1
+                continue
+            self._last_imu_time = t
+            pipeline.add_imu(t, gyro, accel)
+
+    # --- offloads -------------------------------------------------------------------------
+
+    def _send(
+        self,
+        pipeline: AccumoPipeline,
+        image: Image,
+        rgb: np.ndarray,
+        frame: int,
+        tasks: tuple[int, ...],
+    ) -> None:
+        goal = Offload.Goal()
+        goal.header = image.header
+        goal.mode = self._config['offload_mode']
+        deadline = self._config['deadline_s']
+        goal.deadline = Duration(sec=int(deadline), nanosec=int((deadline % 1.0) * 1e9))
+        if ODOMETRY in tasks:
+            _, _, first_rgb = pipeline.odometry_pair(frame)
+            intrinsics = self._intrinsics
+            goal.model = BOTH_MODEL if DEPTH in tasks else MODELS[(ODOMETRY,)]
+            goal.images = [cv2_to_imgmsg(first_rgb, 'rgb8'), image_as_rgb(image, rgb)]
+            goal.image_input_names = ['image_1', 'image_2']
+            goal.inputs = [
+                to_tensor_blob(
+                    'intrinsics',
+                    np.array(
+                        [intrinsics.fx, intrinsics.fy, intrinsics.cx, intrinsics.cy],
+                        dtype=np.float32,
+                    ),
+                )
+            ]
+        else:
+            goal.model = MODELS[(DEPTH,)]
+            goal.images = [image_as_rgb(image, rgb)]
+            goal.image_input_names = ['image']
+        if not self._client.server_is_ready():
+            self._results.put(_Result(frame, tasks, None, 'offload bridge not available', 0.0))
+            return
+        sent = time.monotonic()
+        self._in_flight = (frame, tasks, sent)
+        self.counts['offloads_sent'] += 1
+        future = self._client.send_goal_async(goal)
+        future.add_done_callback(lambda done: self._on_goal_response(done, frame, tasks, sent))
+
+    def _on_goal_response(self, future, frame: int, tasks: tuple[int, ...], sent: float) -> None:  # noqa: ANN001
+        handle = future.result()
+        if handle is None or not handle.accepted:
+            self._fail(frame, tasks, sent, 'goal rejected by the offload bridge')
+            return
+        handle.get_result_async().add_done_callback(
+            lambda done: self._on_result(done, frame, tasks, sent)
+        )
+
+    def _on_result(self, future, frame: int, tasks: tuple[int, ...], sent: float) -> None:  # noqa: ANN001
+        response = future.result()
+        result = None if response is None else response.result
+        latency = time.monotonic() - sent
+        if result is None or result.error_code != Offload.Result.ERROR_NONE:
+            reason = 'no result' if result is None else result.error_message
+            self._fail(frame, tasks, sent, reason)
+            return
+        try:
+            outputs = {blob.name: from_tensor_blob(blob) for blob in result.outputs}
+        except TensorBlobError as error:
+            self._fail(frame, tasks, sent, f'malformed result: {error}')
+            return
+        stats = result.stats
+        self._results.put(
+            _Result(
+                frame,
+                tasks,
+                outputs,
+                result.fallback_reason if result.fell_back else '',
+                latency,
+                stats.bytes_up,
+                stats.bytes_down,
+                stats.server_compute_time_s,
+            )
+        )
+        self._wake.set()
+
+    def _fail(self, frame: int, tasks: tuple[int, ...], sent: float, reason: str) -> None:
+        self._results.put(_Result(frame, tasks, None, reason, time.monotonic() - sent))
+        self._wake.set()
+
+    def _apply_results(self, pipeline: AccumoPipeline) -> None:
+        while True:
+            try:
+                result = self._results.get_nowait()
+            except queue.Empty:
+                return
+            self._in_flight = None
+            if result.outputs is None or result.reason:
+                # Failed, or the bridge ran the server model on the robot: the server is
+                # not usable now; local algorithms until server_retry_s has passed.
+                self.counts['offloads_failed'] += 1
+                self._server_down_until = time.monotonic() + self._config['server_retry_s']
+                self.get_logger().warning(
+                    f'offload of frame {result.frame} for '
+                    f'{"+".join(TASK_NAMES[t] for t in result.tasks)} failed ({result.reason}); '
+                    f'local algorithms for {self._config["server_retry_s"]:g} s',
+                    throttle_duration_sec=2.0,
+                )
+                if result.outputs is None:
+                    for task in result.tasks:
+                        pipeline.offload_failed(task, result.frame)
+                    continue
+            try:
+                self._apply_outputs(pipeline, result)
+            except (KeyError, ValueError) as error:
+                self.counts['offloads_failed'] += 1
+                self.get_logger().error(f'unusable offload result: {error}')
+                for task in result.tasks:
+                    if task in pipeline.outstanding:
+                        pipeline.offload_failed(task, result.frame)
+
+    def _apply_outputs(self, pipeline: AccumoPipeline, result: _Result) -> None:
+        outputs = result.outputs
+        if DEPTH in result.tasks:
+            depth = np.asarray(outputs['depth'], dtype=np.float32)
+            shape = (self._intrinsics.height, self._intrinsics.width)
+            if depth.shape != shape or not np.all(np.isfinite(depth)):
+                raise ValueError(f'depth result of shape {depth.shape}, expected {shape}')
+            pipeline.depth_result(result.frame, depth)
+        if ODOMETRY in result.tasks:
+            pose = np.asarray(outputs['relative_pose'], dtype=np.float64).reshape(4, 4)
+            covariance = np.asarray(outputs['covariance'], dtype=np.float64).reshape(6, 6)
+            ok = bool(np.asarray(outputs['ok']).reshape(()))
+            pipeline.odometry_result(result.frame, pose if ok else None, covariance)
+        for task in result.tasks:
+            self._latencies.record(
+                task,
+                OffloadSample(
+                    result.latency_s, result.bytes_up, result.bytes_down, result.server_s
+                ),
+            )
+        self.counts['offloads_done'] += 1
+
+    # --- outputs --------------------------------------------------------------------------
+
+    def _publish(
+        self,
+        image: Image,
+        depth: np.ndarray,
+        pipeline: AccumoPipeline,
+        decision: Decision | None,
+        depth_source: str,
+    ) -> None:
+        depth_message = cv2_to_imgmsg(np.ascontiguousarray(depth, dtype=np.float32), '32FC1')
+        depth_message.header = image.header
+        self._depth_pub.publish(depth_message)
+
+        pose = pipeline.pose
+        odometry = Odometry()
+        odometry.header.stamp = image.header.stamp
+        odometry.header.frame_id = self._config['odom_frame']
+        odometry.child_frame_id = self._config['base_frame']
+        position = pose[:3, 3]
+        quaternion = Rotation.from_matrix(pose[:3, :3]).as_quat()  # x, y, z, w
+        p, q = odometry.pose.pose.position, odometry.pose.pose.orientation
+        p.x, p.y, p.z = (float(v) for v in position)
+        q.x, q.y, q.z, q.w = (float(v) for v in quaternion)
+        covariance = pipeline.fusion.filter.pose_covariance
+        odometry.pose.covariance = [float(v) for v in np.asarray(covariance).reshape(-1)[:36]]
+        velocity_body = pose[:3, :3].T @ pipeline.velocity
+        t = odometry.twist.twist.linear
+        t.x, t.y, t.z = (float(v) for v in velocity_body)
+        self._odometry_pub.publish(odometry)
+        if self._tf is not None:
+            transform = TransformStamped()
+            transform.header = odometry.header
+            transform.child_frame_id = odometry.child_frame_id
+            tr = transform.transform.translation
+            tr.x, tr.y, tr.z = p.x, p.y, p.z
+            transform.transform.rotation = q
+            self._tf.sendTransform(transform)
+
+        message = TaskDecision()
+        message.header = image.header
+        message.frame_index = pipeline.frame
+        message.task_names = list(TASK_NAMES)
+        estimates = decision.estimates if decision else pipeline.model_estimates()
+        message.offloaded_task_index = TaskDecision.NO_OFFLOAD
+        if decision is not None and decision.tasks:
+            # Several tasks at once (AAO) are reported as the first.
+            message.offloaded_task_index = decision.tasks[0]
+        message.drop_rate_per_frame = [float(e.drop_rate) for e in estimates]
+        message.local_algorithm_drop = [float(e.local_drop) for e in estimates]
+        staleness = pipeline.staleness()
+        message.staleness_frames = [0 if s is None else min(int(s), 2**32 - 1) for s in staleness]
+        message.predicted_drop = [
+            float(min(e.drop_rate * (s if s is not None else 0), e.local_drop))
+            for e, s in zip(estimates, staleness, strict=True)
+        ]
+        message.use_local_algorithm = [depth_source != 'tracker', False]
+        message.latency_frames = [int(v) for v in pipeline.latency_frames]
+        message.horizon_frames = int(self._config['horizon'])
+        if decision is not None:
+            message.predicted_objective = float(
+                decision.predicted_objective if math.isfinite(decision.predicted_objective) else 0
+            )
+            message.solve_time_s = float(decision.solve_time_s)
+        self._decision_pub.publish(message)
+
+    def destroy_node(self) -> None:
+        """Stop the worker, then destroy the node."""
+        self._stop.set()
+        self._wake.set()
+        self._worker.join(timeout=2.0)
+        super().destroy_node()
+
+
+def image_as_rgb(image: Image, rgb: np.ndarray) -> Image:
+    """Return ``image`` itself if it is rgb8, else an rgb8 copy of ``rgb`` with its header."""
+    if image.encoding == 'rgb8':
+        return image
+    message = cv2_to_imgmsg(rgb, 'rgb8')
+    message.header = image.header
+    return message
+
+
+def main(args: list[str] | None = None) -> int:
+    """Run the scheduler node until shutdown; exit code 1 on a bad configuration."""
+    rclpy.init(args=args)
+    try:
+        node = AccumoSchedulerNode()
+    except (ValueError, ParameterException, FileNotFoundError) as error:
+        rclpy.logging.get_logger('accumo_scheduler').error(f'bad configuration: {error}')
+        rclpy.try_shutdown()
+        return 1
+    try:
+        rclpy.spin(node)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown()
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,148 @@
+# Copyright 2026 The edge_offload authors
+# SPDX-License-Identifier: Apache-2.0
+"""The AccuMO scheduler end to end: bag -> sensor source -> scheduler -> bridge -> server.
+
+A short generated sequence bag (camera, calibration, IMU) plays through the robot's bag
+source; the scheduler node offloads frames for depth and odometry through the offload
+bridge to the edge server (CURVE-authenticated TCP) and publishes depth, odometry and its
+decisions. With the server gone, it keeps publishing from its local algorithms.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from nav_msgs.msg import Odometry
+from rclpy.node import Node
+from rosbags.rosbag2 import StoragePlugin
+from sensor_msgs.msg import Image
+
+from accumo_ros.sequence import SequenceConfig, SyntheticSequence
+from accumo_ros.sequence_bag import CAMERA_INFO_TOPIC, IMAGE_TOPIC, IMU_TOPIC, write_sequence_bag
+from edge_offload.testing import (
+    edge_server_node_command,
+    free_tcp_port,
+    make_test_keys,
+    offload_bridge_node_command,
+    spin_until,
+)
+from offload_interfaces.msg import TaskDecision
+
+MODELS = ['accumo_depth', 'accumo_odometry', 'accumo_depth_odometry']
+FRAMES = 60
+
+
+def _node_command(module: str, **parameters) -> list[str]:
+    arguments = [sys.executable, '-m', module, '--ros-args']
+    for name, value in parameters.items():
+        text = str(value).lower() if isinstance(value, bool) else str(value)
+        arguments += ['-p', f'{name}:={text}']
+    return arguments
+
+
+@pytest.fixture(scope='module')
+def short_bag(tmp_path_factory):
+    """One second of a high-dynamics, high-rotation sequence at 60 FPS, 416x128."""
+    folder = tmp_path_factory.mktemp('accumo_bag') / 'bag'
+    config = replace(SequenceConfig(duration_s=FRAMES / 60.0), category='high_high')
+    write_sequence_bag(SyntheticSequence(config), folder, storage=StoragePlugin.MCAP)
+    return folder
+
+
+def _run(ros_context, ros_executor, ros_processes, bag, **scheduler_parameters):
+    scheduler = ros_processes.start(
+        _node_command(
+            'accumo_ros.scheduler_node',
+            reliable_sensor_qos=True,
+            frame_queue_size=64,
+            **scheduler_parameters,
+        ),
+        name='accumo_scheduler',
+    )
+    node = Node('accumo_system_test', context=ros_context)
+    received: dict[str, list] = {'depth': [], 'odometry': [], 'decision': []}
+    node.create_subscription(Image, 'depth', received['depth'].append, 100)
+    node.create_subscription(Odometry, 'odometry', received['odometry'].append, 100)
+    node.create_subscription(TaskDecision, 'accumo/decision', received['decision'].append, 100)
+    ros_executor.add_node(node)
+    assert spin_until(
+        ros_executor, lambda: node.count_publishers('accumo/decision') > 0, timeout_s=60.0
+    ), ros_processes.output(scheduler)
+    ros_processes.start(
+        _node_command(
+            'bringup.sensor_source_node',
+            source='bag',
+            uri=str(bag),
+            bag_image_topic=IMAGE_TOPIC,
+            bag_camera_info_topic=CAMERA_INFO_TOPIC,
+            bag_imu_topic=IMU_TOPIC,
+            rate_mode='fixed',
+            rate_hz=10.0,
+            wait_for_subscribers=1,
+            reliable_sensor_qos=True,
+        ),
+        name='sensor_source',
+    )
+    done = spin_until(ros_executor, lambda: len(received['decision']) >= FRAMES, timeout_s=240.0)
+    node.destroy_node()
+    assert done, f'{len(received["decision"])} of {FRAMES} frames\n' + ros_processes.output(
+        scheduler
+    )
+    return received, ros_processes.output(scheduler)
+
+
+def _check_outputs(received) -> None:
+    assert len(received['depth']) >= FRAMES
+    for message in received['depth']:
+        assert message.encoding == '32FC1'
+        assert (message.height, message.width) == (128, 416)
+        depth = np.frombuffer(bytes(message.data), dtype=np.float32)
+        assert np.all(np.isfinite(depth)) and depth.min() >= 0.0 and depth.max() > 0.5
+    for message in received['odometry']:
+        position = message.pose.pose.position
+        assert np.isfinite([position.x, position.y, position.z]).all()
+        assert message.header.frame_id == 'odom' and message.child_frame_id == 'base_link'
+
+
+def test_scheduler_offloads_depth_and_odometry_to_the_server(
+    tmp_path, ros_context, ros_executor, ros_processes, short_bag
+):
+    keys = make_test_keys(tmp_path / 'keys')
+    port = free_tcp_port()
+    ros_processes.start(edge_server_node_command(port, keys, MODELS), name='edge_server')
+    ros_processes.start(
+        offload_bridge_node_command(port, keys, MODELS, mode='nnto', fallback_to_local=False),
+        name='offload_bridge',
+    )
+    received, log = _run(ros_context, ros_executor, ros_processes, short_bag, policy='accumo')
+    _check_outputs(received)
+    decisions = received['decision']
+    offloaded = [d.offloaded_task_index for d in decisions]
+    assert offloaded.count(0) >= 2, log  # depth
+    assert offloaded.count(1) >= 1, log  # odometry
+    assert all(list(d.task_names) == ['depth', 'odometry'] for d in decisions)
+    # Results came back: the depth tracker ran from a server map with a measured latency.
+    assert any(d.staleness_frames[0] < 60 and not d.use_local_algorithm[0] for d in decisions)
+    assert any(d.solve_time_s > 0.0 for d in decisions if d.offloaded_task_index >= 0)
+    assert 'failed' not in log, log
+
+
+def test_scheduler_without_a_server_keeps_publishing_from_local_algorithms(
+    tmp_path, ros_context, ros_executor, ros_processes, short_bag
+):
+    keys = make_test_keys(tmp_path / 'keys')
+    port = free_tcp_port()  # nothing listens there
+    ros_processes.start(
+        offload_bridge_node_command(port, keys, MODELS, mode='nnto', fallback_to_local=False),
+        name='offload_bridge',
+    )
+    received, log = _run(
+        ros_context, ros_executor, ros_processes, short_bag, policy='rr', deadline_s=0.5
+    )
+    _check_outputs(received)
+    assert 'local algorithms for' in log, log
+    # No server depth ever arrived: every frame's depth came from the lite net.
+    assert all(d.use_local_algorithm[0] for d in received['decision'])
