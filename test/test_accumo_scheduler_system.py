@@ -100,11 +100,14 @@ def _check_outputs(received) -> None:
         assert message.encoding == '32FC1'
         assert (message.height, message.width) == (128, 416)
         depth = np.frombuffer(bytes(message.data), dtype=np.float32)
-        assert np.all(np.isfinite(depth)) and depth.min() >= 0.0 and depth.max() > 0.5
+        assert np.all(np.isfinite(depth))
+        assert depth.min() >= 0.0
+        assert depth.max() > 0.5
     for message in received['odometry']:
         position = message.pose.pose.position
         assert np.isfinite([position.x, position.y, position.z]).all()
-        assert message.header.frame_id == 'odom' and message.child_frame_id == 'base_link'
+        assert message.header.frame_id == 'odom'
+        assert message.child_frame_id == 'base_link'
 
 
 def test_scheduler_offloads_depth_and_odometry_to_the_server(
