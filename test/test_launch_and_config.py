@@ -109,3 +109,14 @@ def test_kapao_tracking_yaml_names_exactly_the_parameters_of_each_node():
     model = document['people_detection']['ros__parameters']['model']
     assert model in document['offload_bridge']['ros__parameters']['models']
     assert model in document['edge_server']['ros__parameters']['models']
+
+
+def test_accumo_scheduler_yaml_names_exactly_the_parameters_of_the_node():
+    from accumo_ros import scheduler_node
+
+    document = yaml.safe_load((ROOT / 'config' / 'accumo_scheduler.yaml').read_text())
+    params = document['accumo_scheduler']['ros__parameters']
+    assert set(params) == _declared(scheduler_node.PARAMETERS)
+    defaults = {spec.name: spec.default for spec in scheduler_node.PARAMETERS}
+    for key, value in params.items():
+        assert type(value) is type(defaults[key]), key

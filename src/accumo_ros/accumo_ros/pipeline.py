@@ -173,6 +173,7 @@ class AccumoPipeline:
         self._rotations: deque[np.ndarray] = deque(maxlen=self.config.angular_window_frames + 1)
         self.outstanding: tuple[int, ...] = ()  # tasks of the offload in flight
         self.last_decision: Decision | None = None
+        self.tracker_failures = 0  # tracker-model runs without any overlap
 
     # --- inputs ---------------------------------------------------------------------------
 
@@ -382,7 +383,13 @@ class AccumoPipeline:
         if stride < self.config.tracker_min_stride or not due:
             return False
         state.last_model_frame = self.frame
-        estimate = self.tracker_estimate(state.frame, self.frame)
+        try:
+            estimate = self.tracker_estimate(state.frame, self.frame)
+        except ValueError:
+            # Nothing of the server map lands in view any more (a large turn): warping is
+            # useless, as if every pixel were 100 % off.
+            estimate = 1.0 / stride
+            self.tracker_failures += 1
         self.tracker_model.drop_rate = estimate
         return True
 
