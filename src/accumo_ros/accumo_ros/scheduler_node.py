@@ -56,9 +56,9 @@ from accumo_ros.pipeline import (
     Decision,
     PipelineConfig,
 )
-from bringup.sensor_qos import RELIABLE_SENSOR_QOS_DESCRIPTION, sensor_qos
 from edge_offload.image_convert import ImageFormatError, cv2_to_imgmsg, imgmsg_to_cv2
 from edge_offload.ros_params import ParamSpec, declare_parameters, parameter_values
+from edge_offload.sensor_qos import RELIABLE_SENSOR_QOS_DESCRIPTION, sensor_qos
 from edge_offload.tensor_blob import TensorBlobError, from_tensor_blob, to_tensor_blob
 from offload_interfaces.action import Offload
 from offload_interfaces.msg import LinkState, TaskDecision

@@ -55,7 +55,6 @@ from bringup.camera_info_file import (
     load_camera_info,
     to_camera_info_msg,
 )
-from bringup.sensor_qos import RELIABLE_SENSOR_QOS_DESCRIPTION, sensor_qos
 from bringup.sensor_sources import (
     OUTPUT_ENCODINGS,
     SOURCE_KINDS,
@@ -71,6 +70,7 @@ from bringup.sensor_sources import (
 from edge_offload.image_convert import ImageFormatError, cv2_to_imgmsg
 from edge_offload.ros_logging import forward_python_logging
 from edge_offload.ros_params import ParamSpec, declare_parameters, parameter_values
+from edge_offload.sensor_qos import RELIABLE_SENSOR_QOS_DESCRIPTION, sensor_qos
 
 NODE_NAME = 'sensor_source'
 RATE_MODES = ('realtime', 'fixed', 'max')
