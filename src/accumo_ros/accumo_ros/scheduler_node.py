@@ -35,6 +35,7 @@ import rclpy
 from builtin_interfaces.msg import Duration
 from geometry_msgs.msg import TransformStamped
 from nav_msgs.msg import Odometry
+from rclpy.action import ActionClient
 from rclpy.exceptions import ParameterException
 from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
@@ -167,9 +168,6 @@ class AccumoSchedulerNode(Node):
         self._frame_index = 0
         self._server_down_until = 0.0
         self._last_imu_time = -math.inf
-        self._in_flight: tuple[int, tuple[int, ...], float] | None = None
-
-        from rclpy.action import ActionClient
 
         self._client = ActionClient(self, Offload, 'offload')
         reliable = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
@@ -371,7 +369,6 @@ class AccumoSchedulerNode(Node):
             self._results.put(_Result(frame, tasks, None, 'offload bridge not available', 0.0))
             return
         sent = time.monotonic()
-        self._in_flight = (frame, tasks, sent)
         self.counts['offloads_sent'] += 1
         future = self._client.send_goal_async(goal)
         future.add_done_callback(lambda done: self._on_goal_response(done, frame, tasks, sent))
@@ -423,7 +420,6 @@ class AccumoSchedulerNode(Node):
                 result = self._results.get_nowait()
             except queue.Empty:
                 return
-            self._in_flight = None
             if result.outputs is None or result.reason:
                 # Failed, or the bridge ran the server model on the robot: the server is
                 # not usable now; local algorithms until server_retry_s has passed.
