@@ -11,8 +11,9 @@ that decodes, paces and publishes, so the executor is never blocked:
   three use the sensor-data QoS profile and carry the source's stamps.
 * ``rate_mode``: ``realtime`` follows the source's stamps, ``fixed`` publishes frames at
   ``rate_hz`` (IMU samples go out as they come between frames), ``max`` as fast as the
-  source reads. ``rate_mode``, ``rate_hz`` and ``paused`` can change at run time; the
-  other parameters are read-only.
+  source reads (with ``reliable_sensor_qos``, as fast as subscribers acknowledge: lossless).
+  ``rate_mode``, ``rate_hz`` and ``paused`` can change at run time; the other parameters
+  are read-only.
 * ``camera_info`` comes from ``camera_info_url``, else from the bag's CameraInfo topic,
   else from a default pinhole model sized to the frames (with a warning).
 * ``loop`` replays a video, image folder or bag again and again with stamps that go on
@@ -257,7 +258,8 @@ class SensorSourceNode(Node):
         self._source = open_source(self._config)
         self._log_start(values)
 
-        qos = sensor_qos(values['reliable_sensor_qos'])
+        self._reliable = values['reliable_sensor_qos']
+        qos = sensor_qos(self._reliable)
         self._image_publisher = self.create_publisher(Image, 'image_raw', qos)
         self._info_publisher = self.create_publisher(CameraInfo, 'camera_info', qos)
         self._imu_publisher = (
@@ -340,6 +342,11 @@ class SensorSourceNode(Node):
                     break
                 if isinstance(sample, Frame):
                     self._publish_frame(sample)
+                    if self._reliable and self._rate_mode == 'max':
+                        # A reliable writer keeps only `depth` samples: at full speed it
+                        # would overwrite ones not yet acknowledged. Pacing by the
+                        # acknowledgements makes a max-rate replay lossless.
+                        self._await_acknowledgements()
                     if self._max_frames and self._frames >= self._max_frames:
                         reason = f'max_frames ({self._max_frames}) reached'
                         break

@@ -2,9 +2,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """The sensor_source node as a process: bag replay, synthetic pacing, start-up errors.
 
-* A bag replayed with ``rate_mode: max`` arrives complete: every image with the bag's
-  header stamp and pixels, a camera_info with the same header, every IMU sample; the
-  process then exits 0 by itself.
+* A bag replayed with ``rate_mode: max`` and reliable sensor QoS arrives complete: every
+  image with the bag's header stamp and pixels, a camera_info with the same header, every
+  IMU sample; the process then exits 0 by itself.
 * A missing file or an invalid parameter: exit code 1, one error line, no traceback.
 * The synthetic source with ``rate_mode: fixed`` publishes frames until stopped, and a
   SIGINT ends it cleanly (exit code 0).
@@ -21,7 +21,7 @@ import pytest
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.parameter_client import AsyncParameterClient
-from rclpy.qos import HistoryPolicy, QoSProfile, qos_profile_sensor_data
+from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 from rosbags.rosbag2 import StoragePlugin, Writer
 from rosbags.typesys import Stores, get_typestore
 from sensor_msgs.msg import CameraInfo, Image, Imu
@@ -39,6 +39,13 @@ SENSOR_QOS = QoSProfile(
     history=HistoryPolicy.KEEP_LAST,
     depth=200,
     reliability=qos_profile_sensor_data.reliability,
+    durability=qos_profile_sensor_data.durability,
+)
+# What a lossless replay is checked with: best effort may drop a full-speed burst.
+RELIABLE_QOS = QoSProfile(
+    history=HistoryPolicy.KEEP_LAST,
+    depth=200,
+    reliability=ReliabilityPolicy.RELIABLE,
     durability=qos_profile_sensor_data.durability,
 )
 
@@ -117,18 +124,29 @@ def _stamp_ns(message) -> int:
     return message.header.stamp.sec * 10**9 + message.header.stamp.nanosec
 
 
-@pytest.fixture
-def listener(ros_context, ros_executor):
-    """Yield a node with sensor-data subscriptions to image_raw, camera_info and imu."""
+def _listen(ros_context, ros_executor, qos: QoSProfile):
+    """Yield a node with subscriptions to image_raw, camera_info and imu."""
     node = Node('sensor_source_listener', context=ros_context)
     ros_executor.add_node(node)
     received = {'image_raw': [], 'camera_info': [], 'imu': []}
     subscriptions = [
-        node.create_subscription(kind, topic, received[topic].append, SENSOR_QOS)
+        node.create_subscription(kind, topic, received[topic].append, qos)
         for kind, topic in ((Image, 'image_raw'), (CameraInfo, 'camera_info'), (Imu, 'imu'))
     ]
     yield node, received, subscriptions
     node.destroy_node()
+
+
+@pytest.fixture
+def listener(ros_context, ros_executor):
+    """Listen with the sensor-data profile (best effort), as a live consumer does."""
+    yield from _listen(ros_context, ros_executor, SENSOR_QOS)
+
+
+@pytest.fixture
+def reliable_listener(ros_context, ros_executor):
+    """Listen reliably, for lossless replays (reliable_sensor_qos on the source)."""
+    yield from _listen(ros_context, ros_executor, RELIABLE_QOS)
 
 
 def _start_replay(tmp_path, listener, ros_executor, ros_processes, **parameters):
@@ -144,6 +162,7 @@ def _start_replay(tmp_path, listener, ros_executor, ros_processes, **parameters)
             bag_camera_info_topic='/cam/info',
             bag_imu_topic='/imu',
             rate_mode='max',
+            reliable_sensor_qos=True,
             # A replay at full speed is over before discovery would finish: the node waits
             # until it sees our subscriptions, and starts paused until we see its publishers.
             wait_for_subscribers=1,
@@ -165,8 +184,9 @@ def _start_replay(tmp_path, listener, ros_executor, ros_processes, **parameters)
 
 
 def test_bag_replay_publishes_every_message_then_exits_0(
-    tmp_path, listener, ros_executor, ros_processes
+    tmp_path, reliable_listener, ros_executor, ros_processes
 ):
+    listener = reliable_listener
     _, received, _ = listener
     process = _start_replay(
         tmp_path,
@@ -214,8 +234,9 @@ def test_bag_replay_publishes_every_message_then_exits_0(
 
 
 def test_looping_replay_keeps_stamps_increasing_until_max_frames(
-    tmp_path, listener, ros_executor, ros_processes
+    tmp_path, reliable_listener, ros_executor, ros_processes
 ):
+    listener = reliable_listener
     _, received, _ = listener
     frames = FRAMES + 3
     process = _start_replay(
