@@ -146,5 +146,8 @@ def test_bridge_runs_lopinfer_with_its_ros_parameters(
         torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-5)
         if plan_kind == 'server_only':
             assert result.stats.bytes_up >= image.nbytes
+    # The executor's suspended wait still holds the client's handle; destroying it
+    # under that wait deadlocked the executor's shutdown once. Shut down first.
+    ros_executor.shutdown()
     client.destroy()
     node.destroy_node()

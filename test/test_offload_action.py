@@ -37,6 +37,9 @@ def offload_client(ros_context, ros_executor, ros_processes):
     ), 'action server never appeared:\n' + ros_processes.output(server)
     prime_action_client(ros_executor, client, Offload.Goal(model='echo'))
     yield client
+    # The executor's suspended wait still holds the client's handle; destroying it
+    # under that wait deadlocked the executor's shutdown once. Shut down first.
+    ros_executor.shutdown()
     client.destroy()
     node.destroy_node()
 

@@ -102,6 +102,9 @@ def system(tmp_path, ros_context, ros_executor, ros_processes):
     prime_action_client(ros_executor, client, _priming_goal())
     stream = GoalStream(ros_executor, client)
     yield stream, node, port, keys, server
+    # The executor's suspended wait still holds the client's handle; destroying it
+    # under that wait deadlocked the executor's shutdown once. Shut down first.
+    ros_executor.shutdown()
     client.destroy()
     node.destroy_node()
 
