@@ -323,7 +323,9 @@ def run_scheduler(
                     first, second, _ = pipeline.odometry_pair(offloaded_frame)
                     result = data.vo(first, second)
                     relative = result.relative_pose if result.ok else None
-                    pipeline.odometry_result(offloaded_frame, relative, result.covariance)
+                    pipeline.odometry_result(
+                        offloaded_frame, relative, result.covariance, result.inliers
+                    )
                 latencies.record(task, OffloadSample(latency_s))
             in_flight = None
             pipeline.set_latency_frames(latencies.frames())

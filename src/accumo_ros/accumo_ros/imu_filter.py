@@ -535,13 +535,17 @@ class ErrorStateKalmanFilter:
         """Forget the cloned pose (relative fusion needs a new :meth:`clone_pose`)."""
         self._clone = None
 
-    def fuse_relative_pose(self, relative_pose: np.ndarray, covariance: np.ndarray) -> bool:
+    def fuse_relative_pose(
+        self, relative_pose: np.ndarray, covariance: np.ndarray, *, keep_clone: bool = False
+    ) -> bool:
         """Fuse the measured pose of the body in the cloned one, ``T_clone_body``.
 
         ``covariance`` is 6×6: translation (m) and rotation vector (rad), both in the
         cloned body frame, as :class:`accumo_ros.visual_odometry.VoResult` gives them.
         Returns False if the gate rejected it. Either way the clone then moves to the
-        current pose, so the next relative pose is measured from here (module docstring).
+        current pose, so the next relative pose is measured from here (module docstring),
+        unless ``keep_clone``: then the clone (updated by this fusion) stays a keyframe
+        that the next relative pose is measured from too.
         Raises RuntimeError without a clone.
         """
         if self._clone is None:
@@ -569,7 +573,8 @@ class ErrorStateKalmanFilter:
         to_right = np.eye(POSE_DIM)
         to_right[3:6, 3:6] = measured_rotation.T
         fused = self._gated_update(residual, h_state, h_clone, to_right @ covariance @ to_right.T)
-        self.clone_pose()
+        if not keep_clone:
+            self.clone_pose()
         return fused
 
     def _augmented_covariance(self) -> np.ndarray:
@@ -802,15 +807,21 @@ class DelayedPoseFusion:
         return self._fuse_at(key, lambda: self.filter.fuse_pose(pose_measured, covariance))
 
     def fuse_relative(
-        self, key: Hashable, relative_pose: np.ndarray | None, covariance: np.ndarray | None
+        self,
+        key: Hashable,
+        relative_pose: np.ndarray | None,
+        covariance: np.ndarray | None,
+        *,
+        keep_clone: bool = False,
     ) -> bool:
         """Fuse the server's ``T_clone_body`` for snapshot ``key``; False if gated out.
 
         The filter must hold a clone (:meth:`ErrorStateKalmanFilter.clone_pose`) from the
-        previous offloaded frame. Rolls back to the snapshot, fuses by
+        pair's first frame. Rolls back to the snapshot, fuses by
         :meth:`~ErrorStateKalmanFilter.fuse_relative_pose` (which moves the clone to this
-        frame) and re-predicts. ``relative_pose=None`` (the server had no pose: a failed
-        pair, or the first frame) only clones this frame's pose and returns False.
+        frame unless ``keep_clone``) and re-predicts. ``relative_pose=None`` (the server had
+        no pose: a failed pair, or the first frame) only clones this frame's pose and
+        returns False.
         """
         if relative_pose is None:
 
@@ -823,9 +834,18 @@ class DelayedPoseFusion:
             raise ValueError('a relative pose needs its covariance')
         return self._fuse_at(
             key,
-            lambda: self.filter.fuse_relative_pose(relative_pose, covariance),
-            repredict_on_reject=True,
+            lambda: self.filter.fuse_relative_pose(
+                relative_pose, covariance, keep_clone=keep_clone
+            ),
+            repredict_on_reject=not keep_clone,
         )
+
+    def discard(self, key: Hashable) -> None:
+        """Forget snapshot ``key`` without fusing anything (its pose is of no use)."""
+        if key not in self._snapshots:
+            raise UnknownSnapshotError(f'no outstanding snapshot with key {key!r}')
+        del self._snapshots[key]
+        self._trim_buffer()
 
     def _fuse_at(
         self, key: Hashable, update: Callable[[], bool], *, repredict_on_reject: bool = False

@@ -12,7 +12,9 @@ Two jobs, both on sequences written by ``accumo_generate``:
    * *Kalman only*: the error-state filter on the IMU alone (the odometry local algorithm),
      scored on every frame;
    * *Kalman + VO*: the same filter fusing each VO pose ``--latency`` frames after its
-     frame by rollback and stochastic cloning (the odometry tracker), every frame.
+     frame by rollback and stochastic cloning (the odometry tracker), every frame. VO
+     pairs measure from a keyframe (``--keyframe-frames``, ``--keyframe-inliers``; see
+     :class:`accumo_ros.visual_odometry.KeyframePolicy`).
 
 2. **Accuracy model** (``--fit``): for every 32-frame window of every train sequence, the
    drop in t_err (frame-level proxy) of offloading at stride 8 inside the window instead of
@@ -55,7 +57,7 @@ from accumo_ros.odometry_model import (
     window_angular_speed,
 )
 from accumo_ros.sequence_bag import LoadedSequence, read_sequence_bag
-from accumo_ros.visual_odometry import FramePairOdometry, VoResult
+from accumo_ros.visual_odometry import FramePairOdometry, KeyframePolicy, VoResult
 
 DepthSource = Callable[[LoadedSequence, int], np.ndarray]
 # Segment starts every this many frames (the KITTI devkit's step is 10 frames at 10 Hz; at
@@ -105,17 +107,20 @@ class FusedOdometryRun:
         offloads: Sequence[int],
         latency: int,
         noise: ImuNoise,
+        keyframes: KeyframePolicy | None = None,
     ) -> None:
         self.sequence = sequence
         self.vo = vo
         self.latency = latency
+        self.keyframes = keyframes
         truth = sequence.frame_poses()
         self.filter = ErrorStateKalmanFilter(truth[0], sequence.velocities_world[0], noise)
         self.fusion = DelayedPoseFusion(self.filter)
         self.poses = np.empty_like(truth)
         self.frame = 0  # the next frame to process
         self._imu = 0  # the next IMU sample to feed
-        self._previous_offload: int | None = None
+        self._previous_offload: int | None = None  # the first frame of the next pair
+        self._clone_frame: int | None = None
         self._arrivals: dict[int, tuple[int, int]] = {}  # arrival frame -> (first, second)
         self.set_offloads(offloads)
 
@@ -153,18 +158,42 @@ class FusedOdometryRun:
     def _handle_frame(self, frame: int, frame_time: float) -> None:
         if frame in self._arrivals:
             first, second = self._arrivals.pop(frame)
+            if first != self._clone_frame:
+                # An earlier pair failed meanwhile and restarted the chain: this pair
+                # measures from a frame the filter no longer holds.
+                self.fusion.discard(second)
+                self._offload(frame, frame_time)
+                return
             result = self.vo(first, second)
             # A failed pair restarts the chain at its second frame.
-            relative = result.relative_pose if result.ok else None
-            self.fusion.fuse_relative(second, relative, result.covariance)
+            ok = result.ok
+            # Pairs already sent from a keyframe that moves on are discarded on arrival.
+            keep = (
+                ok
+                and self.keyframes is not None
+                and self.keyframes.keep(first, second, result.inliers)
+            )
+            self.fusion.fuse_relative(
+                second, result.relative_pose if ok else None, result.covariance, keep_clone=keep
+            )
+            if not keep:
+                self._clone_frame = second
+                if self.keyframes is not None:
+                    self._previous_offload = second
+        self._offload(frame, frame_time)
+
+    def _offload(self, frame: int, frame_time: float) -> None:
         if self.vo is None or frame not in self.offloads:
             return
         if self._previous_offload is None:
             self.filter.clone_pose()  # the first offloaded frame: nothing to pair with yet
-        else:
-            self.fusion.snapshot(frame, frame_time)
-            self._arrivals[frame + self.latency] = (self._previous_offload, frame)
-        self._previous_offload = frame
+            self._clone_frame = frame
+            self._previous_offload = frame
+            return
+        self.fusion.snapshot(frame, frame_time)
+        self._arrivals[frame + self.latency] = (self._previous_offload, frame)
+        if self.keyframes is None:
+            self._previous_offload = frame
 
 
 def periodic_offloads(
@@ -205,7 +234,12 @@ class SequenceAccuracy:
 
 
 def sequence_accuracy(
-    sequence: LoadedSequence, name: str, depth_of: DepthSource, stride: int, latency: int
+    sequence: LoadedSequence,
+    name: str,
+    depth_of: DepthSource,
+    stride: int,
+    latency: int,
+    keyframes: KeyframePolicy | None = None,
 ) -> SequenceAccuracy:
     """Score server VO, the IMU-only filter and the fused filter on one sequence."""
     truth = sequence.frame_poses()
@@ -223,7 +257,7 @@ def sequence_accuracy(
     kalman_only = FusedOdometryRun(sequence, None, (), latency, noise)
     kalman_only.run_to(len(truth))
     kalman_errors = kitti_errors(truth, kalman_only.poses, step=SEGMENT_STEP)
-    fused = FusedOdometryRun(sequence, vo, offloads, latency, noise)
+    fused = FusedOdometryRun(sequence, vo, offloads, latency, noise, keyframes)
     fused.run_to(len(truth))
     fused_errors = kitti_errors(truth, fused.poses, step=SEGMENT_STEP)
     return SequenceAccuracy(
@@ -250,6 +284,7 @@ def window_drops(
     raised_stride: int = 8,
     latency: int = 4,
     window_starts: list[int] | None = None,
+    keyframes: KeyframePolicy | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Return (angular speed rad/s, t_err drop) of raising the stride in each window.
 
@@ -268,7 +303,7 @@ def window_drops(
     rotations = imu_only_rotations(sequence, noise)
 
     baseline = FusedOdometryRun(
-        sequence, vo, periodic_offloads(frames, base_stride), latency, noise
+        sequence, vo, periodic_offloads(frames, base_stride), latency, noise, keyframes
     )
     starts = list(range(window_frames, frames - window_frames, window_frames))
     speeds, drops = [], []
@@ -319,6 +354,18 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument('--depth', choices=('gt', 'server'), default='server', help='VO depth.')
     parser.add_argument('--stride', type=int, default=8, help='Frames between VO offloads.')
     parser.add_argument('--latency', type=int, default=4, help='Frames until a pose is back.')
+    parser.add_argument(
+        '--keyframe-frames',
+        type=int,
+        default=KeyframePolicy().max_frames,
+        help='Keyframe age (frames) at which VO pairs move to a new keyframe; 0 = frame to frame.',
+    )
+    parser.add_argument(
+        '--keyframe-inliers',
+        type=int,
+        default=KeyframePolicy().min_inliers,
+        help='Fewer VO inliers than this move the keyframe on.',
+    )
     parser.add_argument('--fit', action='store_true', help='Fit and check the accuracy model.')
     parser.add_argument('--model', type=Path, help='Where --fit writes the model (YAML).')
     parser.add_argument('--quantile', type=float, default=0.95, help='Regression quantile.')
@@ -337,12 +384,14 @@ def _correlation(function: Callable, x: np.ndarray, y: np.ndarray) -> float:
 
 
 def _collect_drops(
-    paths: Sequence[Path], depth_of: DepthSource, latency: int
+    paths: Sequence[Path], depth_of: DepthSource, latency: int, keyframes: KeyframePolicy
 ) -> tuple[np.ndarray, np.ndarray, list[str]]:
     speeds, drops, names = [], [], []
     for path in paths:
         started = time.monotonic()
-        w, d = window_drops(read_sequence_bag(path), depth_of, latency=latency)
+        w, d = window_drops(
+            read_sequence_bag(path), depth_of, latency=latency, keyframes=keyframes
+        )
         speeds.append(w)
         drops.append(d)
         names += [path.name] * len(w)
@@ -367,12 +416,17 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, ValueError) as error:
         print(f'odometry_eval: {error}', file=sys.stderr)
         return 2
+    try:
+        keyframes = KeyframePolicy(args.keyframe_frames, args.keyframe_inliers)
+    except ValueError as error:
+        print(f'odometry_eval: {error}', file=sys.stderr)
+        return 2
     depth_of = depth_source(args.depth)
     command = shlex.join(['python', '-m', 'accumo_ros.odometry_eval', *argv])
     print(
         f'Odometry on the held-out split of {args.dataset}: VO every {args.stride} frames '
-        f'(60 FPS), poses fused {args.latency} frames late, VO depth: {args.depth}; IMU noise '
-        'from each bag (BMI263 datasheet)'
+        f'(60 FPS), poses fused {args.latency} frames late, VO depth: {args.depth}; '
+        f'keyframes: {keyframes}; IMU noise from each bag (BMI263 datasheet)'
     )
     header = f'{"sequence":<13}{"category":<10}{"VO t_err%":>10}{"KF t_err%":>10}'
     header += f'{"KF+VO t_err%":>13}{"VO r°/m":>8}{"KF r°/m":>8}{"KF+VO r":>8}{"VO fail":>8}'
@@ -380,7 +434,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for path in heldout:
         accuracy = sequence_accuracy(
-            read_sequence_bag(path), path.name, depth_of, args.stride, args.latency
+            read_sequence_bag(path), path.name, depth_of, args.stride, args.latency, keyframes
         )
         rows.append(accuracy)
         print(
@@ -406,11 +460,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.fit:
         print('\nAccuracy model: t_err drop of stride 8 instead of 4 over a 32-frame window')
         print('train split:')
-        speeds, drops, _ = _collect_drops(train, depth_of, args.latency)
+        speeds, drops, _ = _collect_drops(train, depth_of, args.latency, keyframes)
         intercept, slope = quantile_regression(speeds, drops, args.quantile)
         model = OdometryAccuracyModel(intercept, slope, quantile=args.quantile)
         print('held-out split:')
-        test_speeds, test_drops, _ = _collect_drops(heldout, depth_of, args.latency)
+        test_speeds, test_drops, _ = _collect_drops(heldout, depth_of, args.latency, keyframes)
         bound = model.drop_bound(test_speeds)
         check = {
             'windows': int(test_drops.size),
@@ -447,6 +501,7 @@ def main(argv: list[str] | None = None) -> int:
             },
             vo_depth=args.depth,
             latency_frames=args.latency,
+            keyframes={'max_frames': keyframes.max_frames, 'min_inliers': keyframes.min_inliers},
             train=fit,
             heldout=check,
         )

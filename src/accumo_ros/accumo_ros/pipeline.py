@@ -17,10 +17,11 @@ same object, in this order for each camera frame ``f``:
 
 Tasks: 0 = depth (server depth net; tracker = warping the last server map with the pose
 change of an IMU-only filter; local algorithm = the lite depth net), 1 = odometry (server
-frame-pair VO; tracker and local algorithm = the error-state Kalman filter fusing VO poses
-late by rollback). Accuracy estimates: depth ``r`` from the optical-flow tracker model,
-depth ``d`` from lite vs server on the latest offloaded frame, odometry ``r`` from the
-angular-speed quantile regression; odometry has no separate local-algorithm cap (``d = ∞``).
+frame-pair VO against a keyframe; tracker and local algorithm = the error-state Kalman
+filter fusing VO poses late by rollback, the keyframe's pose kept as a stochastic clone).
+Accuracy estimates: depth ``r`` from the optical-flow tracker model, depth ``d`` from lite
+vs server on the latest offloaded frame, odometry ``r`` from the angular-speed quantile
+regression; odometry has no separate local-algorithm cap (``d = ∞``).
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ from accumo_ros.imu_filter import DelayedPoseFusion, ErrorStateKalmanFilter
 from accumo_ros.mpc import AccuracyEstimate
 from accumo_ros.odometry_model import OdometryAccuracyModel, window_angular_speed
 from accumo_ros.offload_policies import MpcPolicy, OffloadPolicy
+from accumo_ros.visual_odometry import KeyframePolicy
 
 DEPTH = 0
 ODOMETRY = 1
@@ -75,6 +77,8 @@ class PipelineConfig:
     tracker_model_period: int = 4
     angular_window_frames: int = 32  # odometry accuracy model's window
     fps: float = 60.0
+    # VO pairs measure from a keyframe (see KeyframePolicy); max_frames=0: frame to frame.
+    keyframes: KeyframePolicy = field(default_factory=KeyframePolicy)
 
     def __post_init__(self) -> None:
         if self.tracker_model_period < 1 or self.angular_window_frames < 1:
@@ -109,9 +113,10 @@ class Decision:
 
 @dataclass
 class _PendingOdometry:
-    first: int  # the previous odometry offload: the VO pair is (first, second)
+    first: int  # the keyframe: the VO pair is (first, second)
     second: int
-    first_rgb: np.ndarray | None
+    first_rgb: np.ndarray
+    second_rgb: np.ndarray
 
 
 @dataclass
@@ -167,8 +172,9 @@ class AccumoPipeline:
         self.rgb: np.ndarray | None = None
         self._depth = _DepthState()
         self._odometry_last: int | None = None  # latest odometry offload whose pose arrived
-        self._odometry_previous: int | None = None  # latest odometry offload started
-        self._odometry_previous_rgb: np.ndarray | None = None
+        # The first frame of the next VO pair; the filter's clone is its pose.
+        self._keyframe: int | None = None
+        self._keyframe_rgb: np.ndarray | None = None
         self._odometry_pending: dict[int, _PendingOdometry] = {}
         self._rotations: deque[np.ndarray] = deque(maxlen=self.config.angular_window_frames + 1)
         self.outstanding: tuple[int, ...] = ()  # tasks of the offload in flight
@@ -289,19 +295,17 @@ class AccumoPipeline:
             # Keep what the result will be combined with: the frame and its IMU-only pose.
             self._depth.pending[frame] = (self.rgb, self.imu_only.filter.pose.copy())
         elif task == ODOMETRY:
-            first = self._odometry_previous
-            if first is None:
+            if self._keyframe is None:
                 # The first frame of a VO chain has nothing to pair with: no upload, the
                 # filter clones its pose here and the next offload pairs with it.
                 self.fusion.filter.clone_pose()
-                self._odometry_previous = self._odometry_last = frame
-                self._odometry_previous_rgb = self.rgb
+                self._keyframe = self._odometry_last = frame
+                self._keyframe_rgb = self.rgb
                 return False
             self.fusion.snapshot(frame, None)
             self._odometry_pending[frame] = _PendingOdometry(
-                first, frame, self._odometry_previous_rgb
+                self._keyframe, frame, self._keyframe_rgb, self.rgb
             )
-            self._odometry_previous, self._odometry_previous_rgb = frame, self.rgb
         else:
             raise ValueError(f'unknown task {task}')
         return True
@@ -317,15 +321,26 @@ class AccumoPipeline:
             state.lite_drop = lite_model_drop(lite, server_depth, self.config.server_mean_abs_rel)
 
     def odometry_result(
-        self, frame: int, relative_pose: np.ndarray | None, covariance: np.ndarray | None
+        self,
+        frame: int,
+        relative_pose: np.ndarray | None,
+        covariance: np.ndarray | None,
+        inliers: int = 0,
     ) -> bool:
         """Fuse the server VO of odometry offload ``frame`` (None: no pose for the pair).
 
-        Returns True when the pose was fused (False: first of a chain, failed or gated).
+        ``inliers`` (the VO's) decides with the keyframe's age whether the keyframe stays.
+        Returns True when the pose was fused (False: failed or gated).
         """
-        self._odometry_pending.pop(frame)
+        pending = self._odometry_pending.pop(frame)
         self._finish(ODOMETRY)
-        fused = self.fusion.fuse_relative(frame, relative_pose, covariance)
+        keep = relative_pose is not None and self.config.keyframes.keep(
+            pending.first, frame, inliers
+        )
+        # A failed pair restarts the chain here; a kept keyframe stays the clone.
+        fused = self.fusion.fuse_relative(frame, relative_pose, covariance, keep_clone=keep)
+        if not keep:
+            self._keyframe, self._keyframe_rgb = frame, pending.second_rgb
         if relative_pose is not None:
             self._odometry_last = frame
         return fused
@@ -340,6 +355,7 @@ class AccumoPipeline:
         if pending is not None and frame in self.fusion.outstanding:
             # Restart the VO chain at this frame: the next pair starts from here.
             self.fusion.fuse_relative(frame, None, None)
+            self._keyframe, self._keyframe_rgb = frame, pending.second_rgb
 
     def _finish(self, task: int) -> None:
         self.outstanding = tuple(t for t in self.outstanding if t != task)

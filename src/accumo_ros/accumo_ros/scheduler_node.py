@@ -456,7 +456,8 @@ class AccumoSchedulerNode(Node):
             pose = np.asarray(outputs['relative_pose'], dtype=np.float64).reshape(4, 4)
             covariance = np.asarray(outputs['covariance'], dtype=np.float64).reshape(6, 6)
             ok = bool(np.asarray(outputs['ok']).reshape(()))
-            pipeline.odometry_result(result.frame, pose if ok else None, covariance)
+            inliers = int(np.asarray(outputs['inliers']).reshape(()))
+            pipeline.odometry_result(result.frame, pose if ok else None, covariance, inliers)
         for task in result.tasks:
             self._latencies.record(
                 task,

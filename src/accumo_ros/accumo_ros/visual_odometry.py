@@ -57,6 +57,31 @@ class VoResult:
     reason: str = ''
 
 
+@dataclass(frozen=True)
+class KeyframePolicy:
+    """When the first frame of the VO pairs (the keyframe) moves on to a newer frame.
+
+    Chaining frame-to-frame poses adds each pair's error: the more often a robot offloads,
+    the more pairs per metre and the worse the odometry. Measuring several offloaded frames
+    against one keyframe instead adds that error once per keyframe, so offloading more
+    often adds constraints without adding drift. The keyframe moves to the newest frame
+    once it is ``max_frames`` old, or when a pair has fewer than ``min_inliers`` inliers
+    (the views are drifting apart: a turn). ``max_frames = 0``: every pair is
+    frame-to-frame, as the dissertation's DAVO pairs.
+    """
+
+    max_frames: int = 40
+    min_inliers: int = 80
+
+    def __post_init__(self) -> None:
+        if self.max_frames < 0 or self.min_inliers < 0:
+            raise ValueError('max_frames and min_inliers must be >= 0')
+
+    def keep(self, keyframe: int, frame: int, inliers: int) -> bool:
+        """Whether a good pair ``(keyframe, frame)`` leaves ``keyframe`` the keyframe."""
+        return frame - keyframe < self.max_frames and inliers >= self.min_inliers
+
+
 def _failure(reason: str, matches: int = 0, inliers: int = 0) -> VoResult:
     return VoResult(False, np.eye(4), np.eye(6) * 1e6, matches, inliers, reason)
 

@@ -7,8 +7,9 @@
 * ``accumo_odometry``: frame-pair visual odometry (:mod:`accumo_ros.visual_odometry`) with
   the server depth net giving the first frame's metric depth. ``image_1``, ``image_2``
   (1, 3, H, W) uint8 and ``intrinsics`` (4,) float32 ``fx, fy, cx, cy`` -> ``relative_pose``
-  (4, 4) float64 ``T_body1_body2``, ``covariance`` (6, 6) float64 and ``ok`` () bool. Both
-  frames travel with the request, so the server keeps no per-client state and survives
+  (4, 4) float64 ``T_body1_body2``, ``covariance`` (6, 6) float64, ``ok`` () bool and
+  ``inliers`` () int64 (few of them tell the robot to move its keyframe on). Both frames
+  travel with the request, so the server keeps no per-client state and survives
   restarts and several robots (the release keeps the previous frame on the server instead).
 * ``accumo_depth_odometry``: both at once (the AAO baseline), one upload.
 
@@ -70,6 +71,7 @@ class ServerOdometry(nn.Module):
             torch.from_numpy(np.asarray(result.relative_pose, dtype=np.float64)),
             torch.from_numpy(np.asarray(result.covariance, dtype=np.float64)),
             torch.tensor(bool(result.ok)),
+            torch.tensor(int(result.inliers), dtype=torch.int64),
         )
         if self.with_depth:
             return (torch.from_numpy(depths[1]), *outputs)
@@ -94,7 +96,7 @@ def accumo_odometry() -> ModelSpec:
         name='accumo_odometry',
         build=ServerOdometry,
         inputs={'image_1': _IMAGE, 'image_2': _IMAGE, 'intrinsics': _INTRINSICS},
-        outputs=('relative_pose', 'covariance', 'ok'),
+        outputs=('relative_pose', 'covariance', 'ok', 'inliers'),
         trained=True,
         description='AccuMO server VO: ORB + PnP on a frame pair, depth from the server net',
     )
@@ -106,7 +108,7 @@ def accumo_depth_odometry() -> ModelSpec:
         name='accumo_depth_odometry',
         build=lambda: ServerOdometry(with_depth=True),
         inputs={'image_1': _IMAGE, 'image_2': _IMAGE, 'intrinsics': _INTRINSICS},
-        outputs=('depth', 'relative_pose', 'covariance', 'ok'),
+        outputs=('depth', 'relative_pose', 'covariance', 'ok', 'inliers'),
         trained=True,
         description='AccuMO all-at-once: server depth of image_2 and VO of the pair',
     )

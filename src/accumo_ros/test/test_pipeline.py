@@ -14,7 +14,7 @@ from accumo_ros.depth_tracking import LOCAL_ALGORITHM, TRACKER
 from accumo_ros.odometry_model import OdometryAccuracyModel
 from accumo_ros.offload_latency import OffloadLatencyEstimator, OffloadSample
 from accumo_ros.offload_policies import make_policy
-from accumo_ros.pipeline import DEPTH, ODOMETRY, AccumoPipeline
+from accumo_ros.pipeline import DEPTH, ODOMETRY, AccumoPipeline, PipelineConfig
 from accumo_ros.sequence import SequenceConfig, SyntheticSequence
 from accumo_ros.sequence_bag import read_sequence_bag, write_sequence_bag
 
@@ -96,7 +96,12 @@ def test_odometry_only_schedule_matches_the_validated_fused_run(data):
     # The chain starts at frame 0 without an upload; then every 2 frames from frame 1.
     assert offloads[:4] == [0, 1, 3, 5]
     reference = odometry_eval.FusedOdometryRun(
-        data.sequence, data.vo, offloads, 2, odometry_eval.imu_noise_of(data.sequence)
+        data.sequence,
+        data.vo,
+        offloads,
+        2,
+        odometry_eval.imu_noise_of(data.sequence),
+        PipelineConfig().keyframes,
     )
     reference.run_to(len(data.truth))
     expected = odometry_eval.kitti_errors(data.truth, reference.poses, step=6).t_err
