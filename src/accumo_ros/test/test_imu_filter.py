@@ -381,11 +381,12 @@ def test_relative_fusion_needs_a_clone():
 
 
 @cache
-def _relative_monte_carlo() -> tuple[np.ndarray, float, float, int]:
+def _relative_monte_carlo(keyframe_every: int = 1) -> tuple[np.ndarray, float, float, int]:
     """Fuse noisy relative poses every 8 frames; return (NEES, fused, IMU-only RMSE, rejected).
 
     NEES is the 15-dim state NEES at the end of each run. The initial pose is exact, so the
-    position error is the drift the relative poses let through.
+    position error is the drift the relative poses let through. ``keyframe_every`` > 1:
+    that many poses in a row are measured from one keyframe (``keep_clone``).
     """
     nees, fused_sq, imu_only_sq, rejected = [], [], [], 0
     for seed in range(RELATIVE_RUNS):
@@ -401,8 +402,10 @@ def _relative_monte_carlo() -> tuple[np.ndarray, float, float, int]:
                 kf.clone_pose()
             elif k % MEASUREMENT_STRIDE == 0:
                 measured = _relative_measurement(truth.poses[previous], truth.poses[k], rng)
-                kf.fuse_relative_pose(measured, RELATIVE_COVARIANCE)
-                previous = k
+                keep = (k // MEASUREMENT_STRIDE) % keyframe_every != 0
+                kf.fuse_relative_pose(measured, RELATIVE_COVARIANCE, keep_clone=keep)
+                if not keep:
+                    previous = k
             position_error.append(truth.poses[k, :3, 3] - kf.position)
         state_error = _state_error(kf, truth, imu, len(imu) - 1)
         nees.append(state_error @ np.linalg.solve(kf.covariance, state_error))
@@ -443,6 +446,45 @@ def test_relative_pose_fusion_is_consistent_and_bounds_the_drift():
         RELATIVE_DURATION_S * IMU_RATE_HZ // MEASUREMENT_STRIDE
     )
     assert fused_rmse < 0.2 * imu_only_rmse
+
+
+def test_keyframe_fusion_is_consistent_and_drifts_less_than_chaining():
+    """Poses measured from a kept keyframe add their error once per keyframe, not per pose.
+
+    The same number of equally noisy poses: chained frame to frame, the errors of all of
+    them add up; four from each keyframe, only every fourth one's do.
+    """
+    nees, keyframe_rmse, _, rejected = _relative_monte_carlo(keyframe_every=4)
+    _, chained_rmse, _, _ = _relative_monte_carlo()
+    low, high = chi2.ppf([0.025, 0.975], RELATIVE_RUNS * 15) / RELATIVE_RUNS
+    print(
+        f'keyframe fusion: state NEES {nees.mean():.2f} (95% bounds [{low:.2f}, {high:.2f}]); '
+        f'position RMSE {keyframe_rmse:.4f} m vs chained {chained_rmse:.4f} m'
+    )
+    assert low < nees.mean() < high
+    assert rejected <= 0.01 * RELATIVE_RUNS * (
+        RELATIVE_DURATION_S * IMU_RATE_HZ // MEASUREMENT_STRIDE
+    )
+    assert keyframe_rmse < 0.8 * chained_rmse
+
+
+def test_discarded_snapshot_changes_nothing():
+    truth, imu, _ = _simulate(TRAJECTORIES['yaw_sway'], 1.0, ImuNoise(), seed=5)
+    reference = ErrorStateKalmanFilter(truth.poses[0], truth.velocity_world[0])
+    delayed = DelayedPoseFusion(ErrorStateKalmanFilter(truth.poses[0], truth.velocity_world[0]))
+    for k in range(len(imu)):
+        gyro, accel = imu.angular_velocity[k], imu.linear_acceleration[k]
+        reference.predict(gyro, accel, _dt(imu.times, k))
+        delayed.add_imu(imu.times[k], gyro, accel)
+        if k == 40:
+            delayed.snapshot('pair', imu.times[k])
+    assert delayed.buffered > 0
+    delayed.discard('pair')
+    assert delayed.outstanding == ()
+    assert delayed.buffered == 0
+    np.testing.assert_array_equal(delayed.filter.pose, reference.pose)
+    with pytest.raises(UnknownSnapshotError):
+        delayed.discard('pair')
 
 
 def test_delayed_relative_fusion_equals_fusion_at_measurement_time():

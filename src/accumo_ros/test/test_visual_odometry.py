@@ -9,7 +9,7 @@ import pytest
 
 from accumo_ros.geometry import relative_poses, rotation_angles
 from accumo_ros.sequence import SequenceConfig, SyntheticSequence
-from accumo_ros.visual_odometry import FramePairOdometry
+from accumo_ros.visual_odometry import FramePairOdometry, KeyframePolicy
 
 
 @pytest.fixture(scope='module')
@@ -71,3 +71,13 @@ def test_blank_frames_fail_cleanly_and_bad_shapes_are_refused(sequence):
     assert 'features' in result.reason
     with pytest.raises(ValueError, match='differ'):
         odometry.estimate(blank, blank[:, :-1], depth)
+
+
+def test_keyframe_moves_on_when_old_or_poorly_matched():
+    policy = KeyframePolicy(max_frames=40, min_inliers=80)
+    assert policy.keep(100, 139, 80)
+    assert not policy.keep(100, 140, 500)  # old enough
+    assert not policy.keep(100, 110, 79)  # the views drift apart
+    assert not KeyframePolicy(max_frames=0).keep(100, 101, 1000)  # frame to frame
+    with pytest.raises(ValueError, match='max_frames'):
+        KeyframePolicy(max_frames=-1)
