@@ -10,7 +10,6 @@ decisions. With the server gone, it keeps publishing from its local algorithms.
 
 from __future__ import annotations
 
-import sys
 from dataclasses import replace
 
 import numpy as np
@@ -26,21 +25,15 @@ from edge_offload.testing import (
     edge_server_node_command,
     free_tcp_port,
     make_test_keys,
+    node_command,
     offload_bridge_node_command,
     spin_until,
+    wait_for_bridge_connection,
 )
 from offload_interfaces.msg import TaskDecision
 
 MODELS = ['accumo_depth', 'accumo_odometry', 'accumo_depth_odometry']
 FRAMES = 60
-
-
-def _node_command(module: str, **parameters) -> list[str]:
-    arguments = [sys.executable, '-m', module, '--ros-args']
-    for name, value in parameters.items():
-        text = str(value).lower() if isinstance(value, bool) else str(value)
-        arguments += ['-p', f'{name}:={text}']
-    return arguments
 
 
 @pytest.fixture(scope='module')
@@ -52,9 +45,9 @@ def short_bag(tmp_path_factory):
     return folder
 
 
-def _run(ros_context, ros_executor, ros_processes, bag, **scheduler_parameters):
+def _run(ros_context, ros_executor, ros_processes, bag, bridge=None, **scheduler_parameters):
     scheduler = ros_processes.start(
-        _node_command(
+        node_command(
             'accumo_ros.scheduler_node',
             reliable_sensor_qos=True,
             frame_queue_size=64,
@@ -71,8 +64,11 @@ def _run(ros_context, ros_executor, ros_processes, bag, **scheduler_parameters):
     assert spin_until(
         ros_executor, lambda: node.count_publishers('accumo/decision') > 0, timeout_s=60.0
     ), ros_processes.output(scheduler)
+    if bridge is not None:
+        # Fallback is off: offloads sent while the bridge still connects would fail.
+        assert wait_for_bridge_connection(ros_executor, node), ros_processes.output(bridge)
     ros_processes.start(
-        _node_command(
+        node_command(
             'bringup.sensor_source_node',
             source='bag',
             uri=str(bag),
@@ -116,11 +112,13 @@ def test_scheduler_offloads_depth_and_odometry_to_the_server(
     keys = make_test_keys(tmp_path / 'keys')
     port = free_tcp_port()
     ros_processes.start(edge_server_node_command(port, keys, MODELS), name='edge_server')
-    ros_processes.start(
+    bridge = ros_processes.start(
         offload_bridge_node_command(port, keys, MODELS, mode='nnto', fallback_to_local=False),
         name='offload_bridge',
     )
-    received, log = _run(ros_context, ros_executor, ros_processes, short_bag, policy='accumo')
+    received, log = _run(
+        ros_context, ros_executor, ros_processes, short_bag, bridge, policy='accumo'
+    )
     _check_outputs(received)
     decisions = received['decision']
     offloaded = [d.offloaded_task_index for d in decisions]

@@ -10,8 +10,6 @@ uses reliable sensor QoS: best-effort 1.3 MB frames between processes do get los
 
 from __future__ import annotations
 
-import sys
-
 import cv2
 import numpy as np
 import pytest
@@ -25,8 +23,10 @@ from edge_offload.testing import (
     edge_server_node_command,
     free_tcp_port,
     make_test_keys,
+    node_command,
     offload_bridge_node_command,
     spin_until,
+    wait_for_bridge_connection,
 )
 from offload_interfaces.msg import PersonArray
 
@@ -43,14 +43,6 @@ def _video_frames(count: int) -> list[np.ndarray]:
         frames.append(frame)
     capture.release()
     return frames
-
-
-def _node_command(module: str, **parameters) -> list[str]:
-    arguments = [sys.executable, '-m', module, '--ros-args']
-    for name, value in parameters.items():
-        text = str(value).lower() if isinstance(value, bool) else str(value)
-        arguments += ['-p', f'{name}:={text}']
-    return arguments
 
 
 def _box(person) -> list[float]:  # noqa: ANN001 - an offload_interfaces Person
@@ -75,12 +67,12 @@ def test_video_frames_are_offloaded_and_match_local(
     keys = make_test_keys(tmp_path / 'keys')
     port = free_tcp_port()
     ros_processes.start(edge_server_node_command(port, keys, [MODEL]), name='edge_server')
-    ros_processes.start(
+    bridge = ros_processes.start(
         offload_bridge_node_command(port, keys, [MODEL], mode='nnto', fallback_to_local=False),
         name='offload_bridge',
     )
     detection = ros_processes.start(
-        _node_command(
+        node_command(
             'bringup.people_detection_node',
             model=MODEL,
             queue_size=64,
@@ -97,8 +89,10 @@ def test_video_frames_are_offloaded_and_match_local(
     assert spin_until(ros_executor, lambda: node.count_publishers('people') > 0, timeout_s=30.0), (
         ros_processes.output(detection)
     )
+    # Fallback is off: frames sent while the bridge still connects would fail.
+    assert wait_for_bridge_connection(ros_executor, node), ros_processes.output(bridge)
     source = ros_processes.start(
-        _node_command(
+        node_command(
             'bringup.sensor_source_node',
             source='video',
             uri=str(asset_path('media/opencv/vtest.avi')),

@@ -31,13 +31,11 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-import rclpy
 from builtin_interfaces.msg import Duration
 from geometry_msgs.msg import TransformStamped
 from nav_msgs.msg import Odometry
 from rclpy.action import ActionClient
 from rclpy.exceptions import ParameterException
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from scipy.spatial.transform import Rotation
@@ -58,6 +56,7 @@ from accumo_ros.pipeline import (
     PipelineConfig,
 )
 from edge_offload.image_convert import ImageFormatError, cv2_to_imgmsg, imgmsg_to_cv2
+from edge_offload.ros_node_main import run_node
 from edge_offload.ros_params import ParamSpec, declare_parameters, parameter_values
 from edge_offload.sensor_qos import RELIABLE_SENSOR_QOS_DESCRIPTION, sensor_qos
 from edge_offload.tensor_blob import TensorBlobError, from_tensor_blob, to_tensor_blob
@@ -552,21 +551,12 @@ def image_as_rgb(image: Image, rgb: np.ndarray) -> Image:
 
 def main(args: list[str] | None = None) -> int:
     """Run the scheduler node until shutdown; exit code 1 on a bad configuration."""
-    rclpy.init(args=args)
-    try:
-        node = AccumoSchedulerNode()
-    except (ValueError, ParameterException, FileNotFoundError) as error:
-        rclpy.logging.get_logger('accumo_scheduler').error(f'bad configuration: {error}')
-        rclpy.try_shutdown()
-        return 1
-    try:
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    return run_node(
+        AccumoSchedulerNode,
+        'accumo_scheduler',
+        args,
+        configuration_errors=(ValueError, ParameterException, FileNotFoundError),
+    )
 
 
 if __name__ == '__main__':

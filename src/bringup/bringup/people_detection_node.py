@@ -21,13 +21,11 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-import rclpy
 from action_msgs.msg import GoalStatus
 from builtin_interfaces.msg import Duration
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.action import ActionClient
 from rclpy.exceptions import ParameterException
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 from sensor_msgs.msg import CameraInfo, Image
@@ -43,6 +41,7 @@ from bringup.people_output import (
 )
 from edge_offload.image_convert import ImageFormatError, cv2_to_imgmsg, imgmsg_to_cv2
 from edge_offload.models import UnknownModelError, model_spec
+from edge_offload.ros_node_main import run_node
 from edge_offload.ros_params import ParamSpec, declare_parameters, parameter_values
 from edge_offload.sensor_qos import RELIABLE_SENSOR_QOS_DESCRIPTION, sensor_qos
 from edge_offload.tensor_blob import TensorBlobError, from_tensor_blob
@@ -306,21 +305,12 @@ def _grey_to_bgr(values: np.ndarray) -> np.ndarray:
 
 def main(args: list[str] | None = None) -> int:
     """Run the people detection node until shutdown; exit code 1 on a bad configuration."""
-    rclpy.init(args=args)
-    try:
-        node = PeopleDetectionNode()
-    except (ValueError, ParameterException) as error:
-        rclpy.logging.get_logger('people_detection').error(f'bad configuration: {error}')
-        rclpy.try_shutdown()
-        return 1
-    try:
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    return run_node(
+        PeopleDetectionNode,
+        'people_detection',
+        args,
+        configuration_errors=(ValueError, ParameterException),
+    )
 
 
 if __name__ == '__main__':

@@ -22,14 +22,13 @@ from pathlib import Path
 
 import cv2
 import numpy as np
-import rclpy
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
 from rclpy.time import Time
 from sensor_msgs.msg import Image
 
 from edge_offload.image_convert import ImageFormatError, imgmsg_to_cv2
+from edge_offload.ros_node_main import run_node
 from edge_offload.ros_params import ParamSpec, declare_parameters, parameter_values
 from offload_interfaces.msg import LinkState, PersonArray
 
@@ -190,19 +189,13 @@ class TrackingMonitorNode(Node):
 
 
 def main(args: list[str] | None = None) -> int:
-    """Run the monitor until shutdown."""
-    rclpy.init(args=args)
-    node = TrackingMonitorNode()
-    try:
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
+    """Run the monitor until shutdown; exit code 1 on a bad configuration."""
+
+    def release(node: TrackingMonitorNode) -> None:
         node.close()
         node.get_logger().info(node.final_report())
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+
+    return run_node(TrackingMonitorNode, 'tracking_monitor', args, release=release)
 
 
 if __name__ == '__main__':

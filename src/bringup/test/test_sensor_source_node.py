@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -26,7 +25,7 @@ from rosbags.rosbag2 import StoragePlugin, Writer
 from rosbags.typesys import Stores, get_typestore
 from sensor_msgs.msg import CameraInfo, Image, Imu
 
-from edge_offload.testing import spin_until, wait_for_publishers
+from edge_offload.testing import node_command, spin_until, wait_for_publishers
 
 TYPESTORE = get_typestore(Stores.ROS2_KILTED)
 FRAMES = 6
@@ -51,11 +50,7 @@ RELIABLE_QOS = QoSProfile(
 
 
 def _command(**parameters: object) -> list[str]:
-    arguments = [sys.executable, '-m', 'bringup.sensor_source_node', '--ros-args']
-    for name, value in parameters.items():
-        text = str(value).lower() if isinstance(value, bool) else str(value)
-        arguments += ['-p', f'{name}:={text}']
-    return arguments
+    return node_command('bringup.sensor_source_node', **parameters)
 
 
 def _pixels(index: int) -> np.ndarray:

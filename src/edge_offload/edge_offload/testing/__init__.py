@@ -5,6 +5,7 @@
 from edge_offload.testing.graph_wait import (
     prime_action_client,
     spin_until,
+    wait_for_bridge_connection,
     wait_for_publishers,
     wait_for_subscribers,
 )
@@ -14,6 +15,7 @@ from edge_offload.testing.offload import (
     edge_server_node_command,
     free_tcp_port,
     make_test_keys,
+    node_command,
     offload_bridge_node_command,
     resident_memory_bytes,
     start_headless_server,
@@ -30,6 +32,7 @@ __all__ = [
     'edge_server_node_command',
     'free_tcp_port',
     'make_test_keys',
+    'node_command',
     'offload_bridge_node_command',
     'prime_action_client',
     'resident_memory_bytes',
@@ -38,6 +41,7 @@ __all__ = [
     'installed_package_manifest',
     'reserve_domain_id',
     'spin_until',
+    'wait_for_bridge_connection',
     'wait_for_publishers',
     'wait_for_subscribers',
 ]

@@ -15,8 +15,11 @@ from collections.abc import Callable
 
 from rclpy.action import ActionClient
 from rclpy.executors import Executor
+from rclpy.node import Node
 from rclpy.publisher import Publisher
 from rclpy.subscription import Subscription
+
+from offload_interfaces.msg import LinkState
 
 
 def spin_until(
@@ -76,3 +79,21 @@ def prime_action_client(
         if spin_until(executor, handle.get_result_async().done, result_timeout_s):
             return
     raise TimeoutError(f'no goal of {attempts} was answered with a result')
+
+
+def wait_for_bridge_connection(
+    executor: Executor, node: Node, timeout_s: float = 60.0, topic: str = 'link_state'
+) -> bool:
+    """Spin until the offload bridge's ``link_state`` says it is connected to its server.
+
+    A test that disables the bridge's local fallback must not send goals before then: the
+    bridge answers them as failed while it is still connecting.
+    """
+    connected = []
+    subscription = node.create_subscription(
+        LinkState, topic, lambda message: connected.append(message.connected), 10
+    )
+    try:
+        return spin_until(executor, lambda: any(connected), timeout_s)
+    finally:
+        node.destroy_subscription(subscription)

@@ -54,6 +54,11 @@ def resident_memory_bytes(pid: int) -> int:
     raise RuntimeError(f'no VmRSS for process {pid}')
 
 
+def node_command(module: str, **parameters: object) -> list[str]:
+    """Return ``python -m module --ros-args -p name:=value ...`` for a node's module."""
+    return [sys.executable, '-m', module, *_ros_parameters(parameters)]
+
+
 def _ros_parameters(parameters: dict[str, object]) -> list[str]:
     arguments = ['--ros-args']
     for name, value in parameters.items():
@@ -77,7 +82,7 @@ def edge_server_node_command(
         'models': models,
         **parameters,
     }
-    return [sys.executable, '-m', 'edge_offload.edge_server_node', *_ros_parameters(values)]
+    return node_command('edge_offload.edge_server_node', **values)
 
 
 def offload_bridge_node_command(
@@ -92,7 +97,7 @@ def offload_bridge_node_command(
         'models': models,
         **parameters,
     }
-    return [sys.executable, '-m', 'edge_offload.offload_bridge_node', *_ros_parameters(values)]
+    return node_command('edge_offload.offload_bridge_node', **values)
 
 
 def start_headless_server(
