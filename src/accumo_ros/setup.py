@@ -29,6 +29,7 @@ setup(
             'accumo_train_depth = accumo_ros.train_depth:main',
             'accumo_odometry_eval = accumo_ros.odometry_eval:main',
             'accumo_evaluate = accumo_ros.evaluate:main',
+            'accumo_evaluate_e2e = accumo_ros.evaluate_e2e:main',
             'accumo_scheduler = accumo_ros.scheduler_node:main',
         ],
         # AccuMO's server models in the edge_offload zoo (trained weights, packaged here).

@@ -160,7 +160,10 @@ def load_sequence_data(path: Path, cache_dir: Path, oracle: bool) -> SequenceDat
     vo = VoCache(sequence, lambda _s, index: server[index])
     window_drops_by_start: dict[int, float] = {}
     if oracle:
-        drops_file = cache_dir / f'{path.name}.window_drops.json'
+        keyframes = PipelineConfig().keyframes
+        drops_file = cache_dir / (
+            f'{path.name}.window_drops.kf{keyframes.max_frames}-{keyframes.min_inliers}.json'
+        )
         if drops_file.is_file():
             window_drops_by_start = {
                 int(k): v for k, v in json.loads(drops_file.read_text()).items()
@@ -168,7 +171,10 @@ def load_sequence_data(path: Path, cache_dir: Path, oracle: bool) -> SequenceDat
         else:
             starts: list[int] = []
             _, drops = window_drops(
-                sequence, lambda _s, index: server[index], window_starts=starts
+                sequence,
+                lambda _s, index: server[index],
+                window_starts=starts,
+                keyframes=keyframes,
             )
             window_drops_by_start = {s: float(d) for s, d in zip(starts, drops, strict=True)}
             drops_file.write_text(json.dumps(window_drops_by_start))
