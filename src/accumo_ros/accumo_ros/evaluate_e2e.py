@@ -48,6 +48,7 @@ from accumo_ros.evaluate import abs_rel
 from accumo_ros.metrics import kitti_errors
 from accumo_ros.odometry_eval import SEGMENT_STEP
 from accumo_ros.sequence_bag import (
+    BAG_START_NS,
     CAMERA_INFO_TOPIC,
     IMAGE_TOPIC,
     IMU_TOPIC,
@@ -115,7 +116,7 @@ class _Recorder:
         return 0.0 if self.start is None else time.monotonic() - self.start
 
     def _frame(self, stamp) -> int | None:  # noqa: ANN001 - builtin_interfaces/Time
-        t = stamp.sec + stamp.nanosec * 1e-9
+        t = (stamp.sec * 10**9 + stamp.nanosec - BAG_START_NS) / 1e9
         times = self.sequence.frame_times
         index = int(np.clip(np.searchsorted(times, t), 0, len(times) - 1))
         for candidate in (index - 1, index):
@@ -310,6 +311,10 @@ def run(setup: E2eSetup, workdir: Path) -> tuple[E2eRecord, LoadedSequence, str]
 
 def summarise(setup: E2eSetup, record: E2eRecord, sequence: LoadedSequence) -> dict:
     """Accuracy, offloads and adaptation of one run."""
+    if not record.depth or len(record.odometry) < 2:
+        raise RuntimeError(
+            f'{len(record.depth)} depth maps and {len(record.odometry)} poses matched the bag'
+        )
     frames, poses = _poses(record.odometry)
     truth = sequence.frame_poses()[frames]
     t_err = kitti_errors(truth, poses, step=SEGMENT_STEP).t_err if len(frames) > 1 else math.nan
@@ -459,7 +464,11 @@ def main(argv: list[str] | None = None) -> int:
         except (RuntimeError, OSError) as error:
             print(f'accumo_evaluate_e2e: {error}', file=sys.stderr)
             return 1
-    summary = summarise(setup, record, sequence)
+    try:
+        summary = summarise(setup, record, sequence)
+    except RuntimeError as error:
+        print(f'accumo_evaluate_e2e: {error}', file=sys.stderr)
+        return 1
     (args.output / 'e2e_run.json').write_text(
         json.dumps({'summary': summary, 'record': asdict(record)}, indent=1)
     )
