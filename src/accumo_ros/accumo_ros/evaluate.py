@@ -266,6 +266,7 @@ class RunResult:
     depth_error: list[float]
     offloaded: list[int]
     drop_rates: list[tuple[int, float, float]]
+    fps: float = 60.0  # the sequence's frame rate, for the plots' time axes
 
 
 def run_scheduler(
@@ -379,6 +380,7 @@ def run_scheduler(
         depth_error.round(5).tolist(),
         offloaded.tolist(),
         drop_rates,
+        data.fps,
     )
 
 
@@ -533,7 +535,7 @@ def report(results: list[RunResult], setup: dict) -> str:
     return '\n'.join(lines) + '\n'
 
 
-def plot(results: list[RunResult], output: Path, fps: float) -> list[Path]:
+def plot(results: list[RunResult], output: Path) -> list[Path]:
     """Accuracy over time and offload ratio over time on one high/high sequence (Fig. 2.15)."""
     import matplotlib
 
@@ -548,6 +550,7 @@ def plot(results: list[RunResult], output: Path, fps: float) -> list[Path]:
         for r in high
         if r.sequence == name and (r.weights is None or tuple(r.weights) == (1, 1))
     }
+    fps = high[0].fps
     fig, axes = plt.subplots(3, 1, figsize=(10, 9), sharex=True)
     kernel = np.ones(16) / 16
     for scheduler in ('rr', 'accumo', 'accumo-oracle', 'la'):
@@ -656,8 +659,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     text = report(results, setup)
     (args.output / 'report.md').write_text(text)
-    fps = 60.0
-    plot(results, args.output, fps)
+    plot(results, args.output)
     print(text)
     return 0
 
