@@ -166,15 +166,17 @@ class FusedOdometryRun:
                 return
             result = self.vo(first, second)
             # A failed pair restarts the chain at its second frame.
-            ok = result.ok
             # Pairs already sent from a keyframe that moves on are discarded on arrival.
             keep = (
-                ok
+                result.ok
                 and self.keyframes is not None
                 and self.keyframes.keep(first, second, result.inliers)
             )
             self.fusion.fuse_relative(
-                second, result.relative_pose if ok else None, result.covariance, keep_clone=keep
+                second,
+                result.relative_pose if result.ok else None,
+                result.covariance,
+                keep_clone=keep,
             )
             if not keep:
                 self._clone_frame = second

@@ -427,6 +427,19 @@ def _relative_monte_carlo(keyframe_every: int = 1) -> tuple[np.ndarray, float, f
     )
 
 
+def _assert_relative_fusion_consistent(nees: np.ndarray, rejected: int) -> None:
+    """NEES inside its 95 % bounds; rejections no more than the gate's chance rate."""
+    low, high = chi2.ppf([0.025, 0.975], RELATIVE_RUNS * 15) / RELATIVE_RUNS
+    print(
+        f'state NEES {nees.mean():.2f} (95% bounds [{low:.2f}, {high:.2f}]), {rejected} rejected'
+    )
+    assert low < nees.mean() < high
+    # The 99.9 % gate on 30 poses a run: a few rejections among 360 are chance.
+    assert rejected <= 0.01 * RELATIVE_RUNS * (
+        RELATIVE_DURATION_S * IMU_RATE_HZ // MEASUREMENT_STRIDE
+    )
+
+
 def test_relative_pose_fusion_is_consistent_and_bounds_the_drift():
     """Stochastic cloning keeps the filter consistent and the drift far below dead reckoning.
 
@@ -434,17 +447,8 @@ def test_relative_pose_fusion_is_consistent_and_bounds_the_drift():
     grows; the 15-dim NEES checks that it grows as fast as the true error does.
     """
     nees, fused_rmse, imu_only_rmse, rejected = _relative_monte_carlo()
-    low, high = chi2.ppf([0.025, 0.975], RELATIVE_RUNS * 15) / RELATIVE_RUNS
-    print(
-        f'relative fusion: state NEES {nees.mean():.2f} (95% bounds [{low:.2f}, {high:.2f}]); '
-        f'position RMSE fused {fused_rmse:.4f} m, IMU only {imu_only_rmse:.3f} m; '
-        f'{rejected} rejected'
-    )
-    assert low < nees.mean() < high
-    # The 99.9 % gate on 30 poses a run: a few rejections among 360 are chance.
-    assert rejected <= 0.01 * RELATIVE_RUNS * (
-        RELATIVE_DURATION_S * IMU_RATE_HZ // MEASUREMENT_STRIDE
-    )
+    print(f'relative fusion: position RMSE {fused_rmse:.4f} m, IMU only {imu_only_rmse:.3f} m')
+    _assert_relative_fusion_consistent(nees, rejected)
     assert fused_rmse < 0.2 * imu_only_rmse
 
 
@@ -456,15 +460,8 @@ def test_keyframe_fusion_is_consistent_and_drifts_less_than_chaining():
     """
     nees, keyframe_rmse, _, rejected = _relative_monte_carlo(keyframe_every=4)
     _, chained_rmse, _, _ = _relative_monte_carlo()
-    low, high = chi2.ppf([0.025, 0.975], RELATIVE_RUNS * 15) / RELATIVE_RUNS
-    print(
-        f'keyframe fusion: state NEES {nees.mean():.2f} (95% bounds [{low:.2f}, {high:.2f}]); '
-        f'position RMSE {keyframe_rmse:.4f} m vs chained {chained_rmse:.4f} m'
-    )
-    assert low < nees.mean() < high
-    assert rejected <= 0.01 * RELATIVE_RUNS * (
-        RELATIVE_DURATION_S * IMU_RATE_HZ // MEASUREMENT_STRIDE
-    )
+    print(f'keyframe fusion: position RMSE {keyframe_rmse:.4f} m vs chained {chained_rmse:.4f} m')
+    _assert_relative_fusion_consistent(nees, rejected)
     assert keyframe_rmse < 0.8 * chained_rmse
 
 
