@@ -24,7 +24,10 @@ error grows linearly with the stride, the drop rate is ``r = error / stride``
 
 **Local-algorithm accuracy model** (:func:`lite_model_drop`): the lite model's AbsRel
 against the server depth of the same offloaded frame, minus the server DNN's own average
-AbsRel, so that it is a drop relative to the server like the tracker's.
+AbsRel, so that it is a drop relative to the server like the tracker's. The two nets' errors
+are correlated (they miss the same things), so that difference overstates how far the lite
+net is from the server net where both are poor; :func:`fit_lite_drop` fits a slope and
+offset on training data instead (the release's rule is slope 1, offset 0.04).
 
 **Local selector** (:func:`select_local_depth`, :class:`LocalDepthSelector`): use the lite
 model when ``r × stride ≥ d``, else the tracker.
@@ -477,23 +480,47 @@ class DepthTrackerAccuracyModel:
 def lite_model_drop(
     lite_depth: np.ndarray,
     server_depth: np.ndarray,
-    server_mean_abs_rel: float = DEFAULT_SERVER_MEAN_ABS_REL,
+    offset: float = DEFAULT_SERVER_MEAN_ABS_REL,
     *,
+    slope: float = 1.0,
     min_depth: float = DEFAULT_MIN_DEPTH,
     max_depth: float = DEFAULT_MAX_DEPTH,
 ) -> float:
     """Return d: the lite model's accuracy drop relative to the server DNN.
 
-    ``AbsRel(lite_depth vs server_depth) - server_mean_abs_rel``, both maps of the same
+    ``slope · AbsRel(lite_depth vs server_depth) - offset``, both maps of the same
     (offloaded) frame and shape; the server map is the pseudo ground truth, valid in
-    ``(min_depth, max_depth]``. The release subtracts 0.04; pass the trained server net's
-    held-out AbsRel instead where it is known. The result may be negative (the lite model is
-    then preferred at any stride).
+    ``(min_depth, max_depth]``. The release uses slope 1 and offset 0.04 (the server DNN's
+    average AbsRel); :func:`fit_lite_drop` fits both on training data. The result may be
+    negative (the lite model is then preferred at any stride).
     """
-    if not math.isfinite(server_mean_abs_rel) or server_mean_abs_rel < 0.0:
-        raise ValueError(f'server mean AbsRel must be finite and >= 0, got {server_mean_abs_rel}')
+    if not math.isfinite(offset):
+        raise ValueError(f'offset must be finite, got {offset}')
+    if not (math.isfinite(slope) and slope > 0.0):
+        raise ValueError(f'slope must be finite and positive, got {slope}')
     errors = depth_errors(lite_depth, server_depth, min_depth=min_depth, max_depth=max_depth)
-    return errors.abs_rel - server_mean_abs_rel
+    return slope * errors.abs_rel - offset
+
+
+def fit_lite_drop(abs_rel_vs_server: np.ndarray, true_drop: np.ndarray) -> tuple[float, float]:
+    """Least-squares ``true_drop ≈ slope · abs_rel_vs_server - offset``; return (slope, offset).
+
+    ``abs_rel_vs_server[i]`` is AbsRel(lite vs server) on frame i, ``true_drop[i]`` is
+    AbsRel(lite vs ground truth) - AbsRel(server vs ground truth) on the same frame. Least
+    squares, because the scheduler's cost is a mean AbsRel.
+    """
+    x = np.asarray(abs_rel_vs_server, dtype=np.float64).reshape(-1)
+    y = np.asarray(true_drop, dtype=np.float64).reshape(-1)
+    if x.shape != y.shape or x.size < 2:
+        raise ValueError(f'need two or more pairs of equal length, got {x.shape}, {y.shape}')
+    if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
+        raise ValueError('the pairs must be finite')
+    if np.ptp(x) == 0.0:
+        raise ValueError('AbsRel vs the server is constant: the slope is undetermined')
+    slope, intercept = np.polyfit(x, y, 1)
+    if not slope > 0.0:
+        raise ValueError(f'the fitted slope is {slope:.3g}: the lite drop does not follow AbsRel')
+    return float(slope), float(-intercept)
 
 
 def select_local_depth(drop_rate: float, stride: int, lite_drop: float) -> LocalChoice:

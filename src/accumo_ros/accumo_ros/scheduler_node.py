@@ -49,6 +49,8 @@ from accumo_ros.offload_latency import OffloadLatencyEstimator, OffloadSample
 from accumo_ros.offload_policies import make_policy
 from accumo_ros.pipeline import (
     DEPTH,
+    LITE_DROP_OFFSET,
+    LITE_DROP_SLOPE,
     ODOMETRY,
     TASK_NAMES,
     AccumoPipeline,
@@ -88,7 +90,14 @@ PARAMETERS = (
     ParamSpec(
         'odometry_latency_frames', 4, 'Odometry offload latency before any is measured.', 1, 600
     ),
-    ParamSpec('server_mean_abs_rel', 0.053, "The server depth net's own mean AbsRel.", 0.0, 10.0),
+    ParamSpec(
+        'lite_drop_slope',
+        LITE_DROP_SLOPE,
+        'Lite-net drop = slope * AbsRel(lite vs server) - offset (fitted on the train split).',
+        1e-6,
+        100.0,
+    ),
+    ParamSpec('lite_drop_offset', LITE_DROP_OFFSET, 'See lite_drop_slope.', -10.0, 10.0),
     ParamSpec('offload_mode', 'nnto', "Mode requested from the bridge ('' = its default)."),
     ParamSpec('deadline_s', 1.0, 'Time allowed per offload; later counts as failed.', 0.01, 60.0),
     ParamSpec(
@@ -273,7 +282,8 @@ class AccumoSchedulerNode(Node):
                 self._odometry_model,
                 config=PipelineConfig(
                     use_local_algorithm=config['use_local_algorithm'],
-                    server_mean_abs_rel=config['server_mean_abs_rel'],
+                    lite_drop_slope=config['lite_drop_slope'],
+                    lite_drop_offset=config['lite_drop_offset'],
                     fps=config['fps'],
                 ),
                 latency_frames=self._latency_defaults,

@@ -16,6 +16,7 @@ from accumo_ros.depth_tracking import (
     DepthTrackerAccuracyModel,
     LocalDepthSelector,
     estimate_tracker_error,
+    fit_lite_drop,
     forward_warp,
     lite_model_drop,
     move_by_flow,
@@ -321,9 +322,27 @@ def test_lite_model_drop_is_abs_rel_against_the_server_minus_its_mean():
     server[0, :] = 0.0
     server[1, :] = 100.0
     lite[0:2, :] = 50.0
-    assert lite_model_drop(lite, server, server_mean_abs_rel=0.0) == pytest.approx(0.1)
+    assert lite_model_drop(lite, server, offset=0.0) == pytest.approx(0.1)
     # A lite model better than the server's own average gives a negative drop.
     assert lite_model_drop(server, server) == pytest.approx(-0.04)
+    assert lite_model_drop(lite, server, 0.01, slope=0.5) == pytest.approx(0.05 - 0.01)
+
+
+def test_fit_lite_drop_recovers_a_noisy_line_and_rejects_degenerate_pairs():
+    rng = np.random.default_rng(3)
+    abs_rel = rng.uniform(0.02, 0.3, 400)
+    true_drop = 0.6 * abs_rel - 0.01 + rng.normal(0.0, 0.005, 400)
+    slope, offset = fit_lite_drop(abs_rel, true_drop)
+    assert slope == pytest.approx(0.6, abs=0.02)
+    assert offset == pytest.approx(0.01, abs=0.003)
+    with pytest.raises(ValueError, match='constant'):
+        fit_lite_drop(np.full(5, 0.1), np.arange(5.0))
+    with pytest.raises(ValueError, match='slope'):
+        fit_lite_drop(abs_rel, -abs_rel)
+    with pytest.raises(ValueError, match='two or more'):
+        fit_lite_drop([0.1], [0.1])
+    with pytest.raises(ValueError, match='finite'):
+        fit_lite_drop([0.1, math.nan], [0.1, 0.2])
 
 
 def test_selector_switches_when_the_tracker_drop_reaches_the_lite_drop():
@@ -372,8 +391,10 @@ def test_invalid_inputs_raise_value_errors(static_sequence):
             select_local_depth(0.02, stride, 0.1)
     with pytest.raises(ValueError, match='shape'):
         lite_model_drop(depth[:, :-1], depth)
-    with pytest.raises(ValueError, match='server mean'):
-        lite_model_drop(depth, depth, -0.1)
+    with pytest.raises(ValueError, match='offset'):
+        lite_model_drop(depth, depth, math.inf)
+    with pytest.raises(ValueError, match='slope'):
+        lite_model_drop(depth, depth, slope=0.0)
     with pytest.raises(ValueError, match='drop rate'):
         select_local_depth(math.nan, 6, 0.1)
     with pytest.raises(ValueError, match='NaN'):
