@@ -1,0 +1,119 @@
+# Copyright 2026 The edge_offload authors
+# SPDX-License-Identifier: Apache-2.0
+"""The fast-mode evaluator: the oracle accuracy model, a replay, latency files and the report."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import yaml
+
+from accumo_ros.evaluate import (
+    LatencyModel,
+    RunResult,
+    SequenceData,
+    VoCache,
+    abs_rel,
+    report,
+    run_scheduler,
+)
+from accumo_ros.odometry_model import OdometryAccuracyModel
+from accumo_ros.sequence import SequenceConfig, SyntheticSequence
+from accumo_ros.sequence_bag import read_sequence_bag, write_sequence_bag
+
+SERVER_SCALE, LITE_SCALE = 1.05, 1.25  # the stand-in nets' depth = truth x scale
+WINDOW = 32
+
+
+def _window_drop(start: int) -> float:
+    return 0.004 * (start // WINDOW)
+
+
+@pytest.fixture(scope='module')
+def data(tmp_path_factory) -> SequenceData:  # noqa: ANN001
+    """Return a short generated sequence whose 'nets' are its ground truth scaled."""
+    path = tmp_path_factory.mktemp('bags') / 'low_high_0'
+    config = SequenceConfig(seed=4, category='low_high', duration_s=2.5, width=208, height=64)
+    write_sequence_bag(SyntheticSequence(config), path)
+    sequence = read_sequence_bag(path)
+    server = (sequence.depth * SERVER_SCALE).astype(np.float32)
+    lite = (sequence.depth * LITE_SCALE).astype(np.float32)
+    frames = len(sequence.frame_times)
+    return SequenceData(
+        name=path.name,
+        category=sequence.category,
+        sequence=sequence,
+        server_depth=server,
+        lite_depth=lite,
+        server_error=np.array([abs_rel(server[i], sequence.depth[i]) for i in range(frames)]),
+        lite_error=np.array([abs_rel(lite[i], sequence.depth[i]) for i in range(frames)]),
+        truth=sequence.frame_poses(),
+        vo=VoCache(sequence, lambda _s, index: server[index]),
+        odometry_window_drops={start: _window_drop(start) for start in range(0, frames, WINDOW)},
+        fps=float(config.fps),
+    )
+
+
+def test_the_oracle_schedules_on_the_true_drops(data: SequenceData) -> None:
+    model = OdometryAccuracyModel.load()
+    latencies = LatencyModel.load(None)
+    oracle = run_scheduler(data, 'accumo-oracle', (1.0, 1.0), latencies, model)
+    real = run_scheduler(data, 'accumo', (1.0, 1.0), latencies, model)
+    assert oracle.drop_rates
+    assert real.drop_rates
+    # Odometry: the true drop of the decision's 32-frame window over the stride step 4 → 8.
+    for frame, _depth_rate, odometry_rate in oracle.drop_rates:
+        assert odometry_rate == pytest.approx(_window_drop(frame // WINDOW * WINDOW) / 4.0)
+    # The models estimate from angular speed instead: other values, same frames replayed.
+    assert [r[2] for r in real.drop_rates] != [r[2] for r in oracle.drop_rates]
+    for run in (oracle, real):
+        assert sum(run.depth_sources.values()) == len(data.sequence.frame_times)
+        assert min(run.offloads) > 0
+        assert math.isfinite(run.depth_abs_rel)
+        assert math.isfinite(run.odometry_t_err)
+    # The lite 'net' is 25 % off everywhere, the server 5 %: with the true local drop
+    # (0.20) the oracle's selector keeps the warped server map while it is the better one.
+    assert oracle.depth_sources['tracker'] > 0
+    assert oracle.depth_abs_rel < float(np.mean(data.lite_error))
+
+
+def test_latency_files_are_read_and_drawn_from(tmp_path) -> None:  # noqa: ANN001
+    document = {
+        'source': 'test',
+        'depth': {'latency_ms': [60.0, 80.0], 'server_ms': [20.0]},
+        'odometry': {'latency_ms': [70.0], 'server_ms': [40.0]},
+    }
+    path = tmp_path / 'latencies.yaml'
+    path.write_text(yaml.safe_dump(document))
+    model = LatencyModel.load(path)
+    assert model.source == 'test'
+    assert model.default_frames(60.0) == (5, 5)  # medians 70 ms and 70 ms at 60 FPS
+    rng = np.random.default_rng(0)
+    assert {model.draw((0,), rng) for _ in range(50)} == {0.06, 0.08}
+    assert model.draw((1, 0), rng) == pytest.approx(0.07 + 0.02)  # plus depth's server time
+    path.write_text(yaml.safe_dump({'depth': {'latency_ms': []}}))
+    with pytest.raises(ValueError, match='latency'):
+        LatencyModel.load(path)
+
+
+def _run(sequence: str, scheduler: str, depth: float, odometry: float) -> RunResult:
+    return RunResult(
+        sequence, 'low_low', scheduler, (1.0, 1.0) if 'accumo' in scheduler else None,
+        depth, odometry, (1, 1), {}, 0.1, 0.2, [], [], [],
+    )  # fmt: skip
+
+
+def test_report_compares_with_the_oracle_per_sequence() -> None:
+    runs = [
+        _run('a', 'accumo', 0.10, 0.10),
+        _run('a', 'accumo-oracle', 0.10, 0.10),
+        _run('b', 'accumo', 0.12, 0.12),
+        _run('b', 'accumo-oracle', 0.10, 0.10),
+        _run('a', 'rr', 0.2, 0.2),
+        _run('b', 'rr', 0.2, 0.2),
+    ]
+    text = report(runs, {'mode': 'test'})
+    assert '| 1:1 | 0.1100 | 0.1000 | +10.0 % | +0.0 .. +20.0 % |' in text
+    assert 'Over all 2 (sequence, weight) runs the real models are +10.0 %' in text
