@@ -14,10 +14,18 @@ later, and the scheduler's ``L_j`` comes from the measured latencies
 (:class:`~accumo_ros.offload_latency.OffloadLatencyEstimator`).
 
 Schedulers: LA, RR, WRR 3:1/2:1/1:2/1:3, AAO (no local algorithm, as the dissertation's),
-RR with the local algorithm, AccuMO without it, AccuMO, and AccuMO with an oracle accuracy
-model (true drops from the ground truth instead of the estimates) -- the last three at each
-weight ratio (depth:odometry 4:1, 2:1, 1:1, 1:2, 1:4). Metrics: depth AbsRel averaged over
-frames, odometry KITTI t_err over the sequence, overall = weighted average.
+RR with the local algorithm, AccuMO without it, AccuMO, and AccuMO with two oracle accuracy
+models -- the last four at each weight ratio (depth:odometry 4:1, 2:1, 1:1, 1:2, 1:4).
+Metrics: depth AbsRel averaged over frames, odometry KITTI t_err over the sequence,
+overall = weighted average.
+
+The oracles put true drops (from the ground truth) where the models' estimates go.
+``accumo-oracle`` is the dissertation's experiment (§2.10, "accuracy model outputs replaced
+by actual accuracy drops"): each estimate is replaced by the true value of what that model
+measures, when it measures it -- the tracker's drop rate over the (server frame, frame) span
+of the tracker model's latest run, the lite net's drop on the latest offloaded depth frame,
+the odometry drop of the last complete 32-frame window. ``accumo-clairvoyant`` is an upper
+bound no model can reach: the true drops of the current frame and of the window it lies in.
 
 Outputs in ``--output``: ``runs.json`` (every run, with per-frame series), ``report.md``
 (Table 2.3 at 1:1, improvement over the best baseline per weight ratio as Fig. 2.12, the
@@ -60,9 +68,11 @@ VARIANTS = {
     'rr+la': ('rr', True, False),
     'accumo-no-la': ('accumo', False, False),
     'accumo': ('accumo', True, False),
-    'accumo-oracle': ('accumo', True, True),
+    'accumo-oracle': ('accumo', True, 'models'),
+    'accumo-clairvoyant': ('accumo', True, 'now'),
 }
-WEIGHTED = ('accumo-no-la', 'accumo', 'accumo-oracle')
+WEIGHTED = ('accumo-no-la', 'accumo', 'accumo-oracle', 'accumo-clairvoyant')
+ORACLES = ('accumo-oracle', 'accumo-clairvoyant')
 # The dissertation's measured E2E offload latencies and server times (802.11ac + 2080 Ti).
 DISSERTATION_LATENCIES = {
     'source': 'dissertation §2.8.3 (802.11ac + RTX 2080 Ti), constant',
@@ -202,6 +212,21 @@ class _EvalPipeline(AccumoPipeline):
     """
 
     data: SequenceData
+    # The true drop rate over the tracker model's latest span (the oracle's stand-in for it).
+    true_tracker_rate: float | None = None
+
+    def update_accuracy_models(self) -> bool:
+        ran = super().update_accuracy_models()
+        if ran and self.accuracy_source is not None:
+            base = self._depth.frame
+            try:
+                error = self.tracker_error(base)
+            except ValueError:
+                error = 1.0  # nothing lands in view: as the model's own fallback
+            self.true_tracker_rate = max(0.0, error - self.data.server_error[base]) / (
+                self.frame - base
+            )
+        return ran
 
     def tracker_estimate(self, base_frame: int, frame: int) -> float:
         key = (base_frame, frame)
@@ -225,20 +250,39 @@ class _EvalPipeline(AccumoPipeline):
         return errors[key]
 
 
-def _oracle(data: SequenceData, use_local_algorithm: bool):  # noqa: ANN202
-    """Return true accuracy drops instead of the models' estimates (relative to the server net)."""
+def _oracle(data: SequenceData, use_local_algorithm: bool, timing: str):  # noqa: ANN202
+    """Return true accuracy drops (relative to the server net) instead of the models' estimates.
+
+    ``timing`` 'models': the true value of what each model measured at its latest run (the
+    dissertation's oracle); 'now': the true drops of the current frame and window.
+    """
     window = 32
 
-    def estimates(pipeline: _EvalPipeline, frame: int) -> list[AccuracyEstimate]:
+    def depth_now(pipeline: _EvalPipeline, frame: int) -> AccuracyEstimate:
         base = pipeline.last_offloads[DEPTH]
         if base is None or base == frame:
-            depth = AccuracyEstimate(pipeline.tracker_model.drop_rate)
-        else:
-            reference = data.server_error[base]
-            rate = max(0.0, pipeline.tracker_error(base) - reference) / (frame - base)
-            local = max(0.0, data.lite_error[frame] - reference)
-            depth = AccuracyEstimate(rate, local if use_local_algorithm else math.inf)
+            return AccuracyEstimate(pipeline.tracker_model.drop_rate)
+        reference = data.server_error[base]
+        rate = max(0.0, pipeline.tracker_error(base) - reference) / (frame - base)
+        local = max(0.0, data.lite_error[frame] - reference)
+        return AccuracyEstimate(rate, local if use_local_algorithm else math.inf)
+
+    def depth_at_model_runs(pipeline: _EvalPipeline, frame: int) -> AccuracyEstimate:
+        base = pipeline.last_offloads[DEPTH]
+        rate = pipeline.true_tracker_rate
+        if rate is None:  # the tracker model has not run yet: its initial rate
+            rate = pipeline.tracker_model.drop_rate
+        if base is None or not use_local_algorithm:
+            return AccuracyEstimate(rate)
+        return AccuracyEstimate(rate, max(0.0, data.lite_error[base] - data.server_error[base]))
+
+    def estimates(pipeline: _EvalPipeline, frame: int) -> list[AccuracyEstimate]:
         start = (frame // window) * window
+        if timing == 'now':
+            depth = depth_now(pipeline, frame)
+        else:
+            depth = depth_at_model_runs(pipeline, frame)
+            start -= window  # the model sees the last 32 frames: the last complete window
         drop = data.odometry_window_drops.get(
             start, data.odometry_window_drops.get(start - window, 0.0)
         )
@@ -301,7 +345,7 @@ def run_scheduler(
         noise=imu_noise_of(s),
         config=config,
         latency_frames=default_frames,
-        accuracy_source=_oracle(data, use_la) if oracle else None,
+        accuracy_source=_oracle(data, use_la, oracle) if oracle else None,
     )
     pipeline.data = data
     latencies = OffloadLatencyEstimator(default_frames, data.fps)
@@ -396,7 +440,7 @@ def evaluate_sequence(
     import torch
 
     torch.set_num_threads(1)
-    oracle = 'accumo-oracle' in schedulers
+    oracle = any(name in schedulers for name in ORACLES)
     data = load_sequence_data(path, cache_dir, oracle)
     model = OdometryAccuracyModel.load()
     results = []
@@ -440,6 +484,44 @@ def _mean_by_category(
     categories: list[str],  # noqa: ANN001
 ) -> dict[str, float]:
     return {c: float(np.mean([value(r) for r in runs if r.category == c])) for c in categories}
+
+
+def _oracle_section(results: list[RunResult], ideal_name: str, title: str) -> list[str]:
+    """Compare the real models' overall with ``ideal_name``'s, per weight and pooled."""
+    if not any(r.scheduler == ideal_name for r in results):
+        return []
+    lines = ['', f'## Real accuracy models vs {title}, overall, mean over sequences', '']
+    lines += [
+        f'| weight | AccuMO | {ideal_name} | difference | per sequence (min .. max) |',
+        '|---|---|---|---|---|',
+    ]
+    pooled: list[float] = []  # per (sequence, weight): relative difference
+    for weights in WEIGHT_RATIOS:
+        pairs = [
+            (overall(real, weights), overall(ideal, weights))
+            for real in _pick(results, 'accumo', weights)
+            for ideal in _pick(results, ideal_name, weights)
+            if real.sequence == ideal.sequence
+        ]
+        if pairs:
+            a, b = (float(np.mean(values)) for values in zip(*pairs, strict=True))
+            each = [(x - y) / y * 100 for x, y in pairs]
+            pooled += each
+            lines.append(
+                f'| {weights[0]}:{weights[1]} | {a:.4f} | {b:.4f} | {(a - b) / b * 100:+.1f} % '
+                f'| {min(each):+.1f} .. {max(each):+.1f} % |'
+            )
+    if len(pooled) > 1:
+        # Single runs are chaotic (a shifted offload changes the VO keyframes after it), so
+        # the spread over sequences and weights says how well a mean gap is known.
+        error = float(np.std(pooled, ddof=1) / math.sqrt(len(pooled)))
+        lines += [
+            '',
+            f'Over all {len(pooled)} (sequence, weight) runs the real models are '
+            f'{np.mean(pooled):+.1f} % ± {1.96 * error:.1f} % (95 % interval of the mean) '
+            f'from {ideal_name}.',
+        ]
+    return lines
 
 
 def report(results: list[RunResult], setup: dict) -> str:
@@ -513,37 +595,11 @@ def report(results: list[RunResult], setup: dict) -> str:
             value = float(np.mean([r.depth_abs_rel for r in runs]))
             gain = (np.mean(rr) - value) / np.mean(rr) * 100
             lines.append(f'| {scheduler} | {value:.4f} | {gain:+.1f} % |')
-    lines += ['', '## Real accuracy models vs the oracle (overall, mean over sequences)', '']
-    lines += [
-        '| weight | AccuMO | AccuMO oracle | difference | per sequence (min .. max) |',
-        '|---|---|---|---|---|',
-    ]
-    pooled: list[float] = []  # per (sequence, weight): relative difference
-    for weights in WEIGHT_RATIOS:
-        pairs = [
-            (overall(real, weights), overall(ideal, weights))
-            for real in _pick(results, 'accumo', weights)
-            for ideal in _pick(results, 'accumo-oracle', weights)
-            if real.sequence == ideal.sequence
-        ]
-        if pairs:
-            a, b = (float(np.mean(values)) for values in zip(*pairs, strict=True))
-            each = [(x - y) / y * 100 for x, y in pairs]
-            pooled += each
-            lines.append(
-                f'| {weights[0]}:{weights[1]} | {a:.4f} | {b:.4f} | {(a - b) / b * 100:+.1f} % '
-                f'| {min(each):+.1f} .. {max(each):+.1f} % |'
-            )
-    if len(pooled) > 1:
-        # Single runs are chaotic (a shifted offload changes the VO keyframes after it), so
-        # the spread over sequences and weights says how well a mean gap is known.
-        error = float(np.std(pooled, ddof=1) / math.sqrt(len(pooled)))
-        lines += [
-            '',
-            f'Over all {len(pooled)} (sequence, weight) runs the real models are '
-            f'{np.mean(pooled):+.1f} % ± {1.96 * error:.1f} % (95 % interval of the mean) '
-            'from the oracle.',
-        ]
+    for ideal_name, title in (
+        ('accumo-oracle', 'the oracle (true drops where the models measure, as the dissertation)'),
+        ('accumo-clairvoyant', 'the clairvoyant oracle (true drops of the current frame)'),
+    ):
+        lines += _oracle_section(results, ideal_name, title)
     times = [r.decision_ms_p99 for r in results if not math.isnan(r.decision_ms_p99)]
     medians = [r.decision_ms_p50 for r in results if not math.isnan(r.decision_ms_p50)]
     if times:
