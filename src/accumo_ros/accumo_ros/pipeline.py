@@ -188,8 +188,6 @@ class AccumoPipeline:
         self.outstanding: tuple[int, ...] = ()  # tasks of the offload in flight
         self.last_decision: Decision | None = None
         self.tracker_failures = 0  # tracker-model runs without any overlap
-        # (server-map frame, current frame) of the tracker model's latest run, if any.
-        self.tracker_model_span: tuple[int, int] | None = None
 
     # --- inputs ---------------------------------------------------------------------------
 
@@ -411,7 +409,6 @@ class AccumoPipeline:
         if stride < self.config.tracker_min_stride or not due:
             return False
         state.last_model_frame = self.frame
-        self.tracker_model_span = (state.frame, self.frame)
         try:
             estimate = self.tracker_estimate(state.frame, self.frame)
         except ValueError:
