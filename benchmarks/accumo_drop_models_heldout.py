@@ -65,6 +65,12 @@ def _correlations(x: list[float], y: list[float]) -> tuple[float, float]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--dataset', type=Path, default=ROOT / 'results' / 'accumo_dataset')
+    parser.add_argument(
+        '--fit-dataset',
+        type=Path,
+        help='fit the lite-drop line on the train split of this set instead of --dataset '
+        '(one the nets never saw, e.g. accumo_generate --seed 2 --holdout none)',
+    )
     parser.add_argument('--start-step', type=int, default=60, help='tracker start frames')
     parser.add_argument('--frame-step', type=int, default=20, help='lite-model frames')
     parser.add_argument('--threads', type=int, default=2, help='torch threads')
@@ -75,7 +81,8 @@ def main(argv: list[str] | None = None) -> int:
 
     started = time.monotonic()
     train_errors, train_vs_server, train_drops = [], [], []
-    for path in split_paths(args.dataset, 'train'):
+    fit_dataset = args.fit_dataset or args.dataset
+    for path in split_paths(fit_dataset, 'train'):
         sequence = read_sequence_bag(path, every=30)
         predicted = server.predict(sequence.rgb)
         train_errors += [
@@ -94,9 +101,9 @@ def main(argv: list[str] | None = None) -> int:
     slope, offset = fit_lite_drop(np.array(train_vs_server), np.array(train_drops))
     print(
         f'# AccuMO depth drop models on the held-out split of {args.dataset}; server net '
-        f'mean AbsRel on the train split (every 30th frame): {server_mean:.4f}; lite drop '
-        f'fitted on the train split (every {args.frame_step}th frame, {len(train_drops)} '
-        f'frames): slope {slope:.4f}, offset {offset:.4f}; tracker '
+        f'mean AbsRel on the train split of {fit_dataset} (every 30th frame): '
+        f'{server_mean:.4f}; lite drop fitted there (every {args.frame_step}th frame, '
+        f'{len(train_drops)} frames): slope {slope:.4f}, offset {offset:.4f}; tracker '
         f'strides {STRIDES}, a start every {args.start_step} frames, IMU-only pose change; '
         f'lite model on every {args.frame_step}th frame; {args.threads} torch threads'
     )

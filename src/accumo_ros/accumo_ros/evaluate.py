@@ -43,7 +43,7 @@ import sys
 import time
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from functools import partial
 from pathlib import Path
 
@@ -51,7 +51,7 @@ import numpy as np
 import yaml
 
 from accumo_ros.dataset import split_paths
-from accumo_ros.depth_tracking import LOCAL_ALGORITHM, TRACKER, warp_depth
+from accumo_ros.depth_tracking import LOCAL_ALGORITHM, TRACKER
 from accumo_ros.metrics import kitti_errors
 from accumo_ros.mpc import AccuracyEstimate, MpcScheduler, TaskSpec, weighted_sum
 from accumo_ros.odometry_eval import SEGMENT_STEP, VoCache, imu_noise_of, window_drops
@@ -85,10 +85,15 @@ MIN_DEPTH, MAX_DEPTH = 1e-3, 80.0
 
 
 def abs_rel(predicted: np.ndarray, truth: np.ndarray) -> float:
-    """AbsRel over pixels with ground truth in (1 mm, 80 m] (the release's validity)."""
+    """AbsRel over pixels with ground truth in (1 mm, 80 m] (the release's validity).
+
+    A pixel without a prediction (NaN: a warp that left nothing in view) counts as 100 %
+    off, as a prediction of 0 would.
+    """
     valid = (truth > MIN_DEPTH) & (truth <= MAX_DEPTH) & np.isfinite(truth)
     t = truth[valid]
-    return float(np.mean(np.abs(predicted[valid] - t) / t))
+    p = np.nan_to_num(predicted[valid], nan=0.0, posinf=0.0, neginf=0.0)
+    return float(np.mean(np.abs(p - t) / t))
 
 
 class LatencyModel:
@@ -146,8 +151,6 @@ class SequenceData:
     truth: np.ndarray
     vo: VoCache
     odometry_window_drops: dict[int, float]  # window start -> true t_err drop (4 -> 8)
-    tracker_errors: dict[tuple[int, int], float] = field(default_factory=dict)
-    tracker_rates: dict[tuple[int, int], float] = field(default_factory=dict)
     fps: float = 60.0
 
 
@@ -205,49 +208,42 @@ def load_sequence_data(path: Path, cache_dir: Path, oracle: bool) -> SequenceDat
 
 
 class _EvalPipeline(AccumoPipeline):
-    """The pipeline with warps and tracker-model estimates cached per (base, frame).
+    """The pipeline scored against ground truth, with the oracle's true tracker drop rate.
 
-    Both depend only on the IMU-only filter, the frames and the server maps, none of which
-    depends on the schedule, so every run on a sequence shares them.
+    The warp's pose change starts from the fused filter, which depends on the odometry
+    schedule, so nothing warped is shared between runs.
     """
 
     data: SequenceData
     # The true drop rate over the tracker model's latest span (the oracle's stand-in for it).
     true_tracker_rate: float | None = None
+    _tracker_error: tuple[tuple[int, int], float] | None = None  # ((base, frame), AbsRel)
 
     def update_accuracy_models(self) -> bool:
         ran = super().update_accuracy_models()
         if ran and self.accuracy_source is not None:
             base = self._depth.frame
-            try:
-                error = self.tracker_error(base)
-            except ValueError:
-                error = 1.0  # nothing lands in view: as the model's own fallback
+            error = self.tracker_error(base)
             self.true_tracker_rate = max(0.0, error - self.data.server_error[base]) / (
                 self.frame - base
             )
         return ran
 
-    def tracker_estimate(self, base_frame: int, frame: int) -> float:
-        key = (base_frame, frame)
-        rates = self.data.tracker_rates
-        if key not in rates:
-            rates[key] = super().tracker_estimate(base_frame, frame)
-        return rates[key]
-
     def tracker_error(self, base_frame: int) -> float:
-        """AbsRel vs ground truth of the warped server map of ``base_frame`` now."""
+        """AbsRel vs ground truth of the warped server map of ``base_frame`` now.
+
+        1.0 when none of the map lands in view (as the tracker model's own fallback).
+        """
         key = (base_frame, self.frame)
-        errors = self.data.tracker_errors
-        if key not in errors:
+        if self._tracker_error is None or self._tracker_error[0] != key:
             if base_frame == self.frame:
-                errors[key] = float(self.data.server_error[base_frame])
+                error = float(self.data.server_error[base_frame])
+            elif base_frame != self._depth.frame:
+                raise ValueError(f'frame {base_frame} is not the server map in use')
             else:
-                warped = warp_depth(
-                    self.data.server_depth[base_frame], self.intrinsics, self.warp_pose()
-                )
-                errors[key] = abs_rel(warped, self.data.sequence.depth[self.frame])
-        return errors[key]
+                error = abs_rel(self.warped_depth(), self.data.sequence.depth[self.frame])
+            self._tracker_error = (key, error)
+        return self._tracker_error[1]
 
 
 def _oracle(data: SequenceData, use_local_algorithm: bool, timing: str):  # noqa: ANN202

@@ -22,6 +22,8 @@ Two jobs, both on sequences written by ``accumo_generate``:
    regression of one on the other (:mod:`accumo_ros.odometry_model`) is written to
    ``--model``. The same measurement on the held-out split gives the correlation of the
    model's bound with the true drop, and how many true drops lie under the bound.
+   ``--fit-dataset`` fits on another set's train split: the depth nets were trained on the
+   default set's train split, where the server depth (so the VO) is better than on the robot.
 
 The VO's metric scale comes from a depth map of the first frame of each pair: ``--depth
 gt`` is the ground truth (the geometry alone), ``--depth server`` the trained server depth
@@ -369,6 +371,12 @@ def _parser() -> argparse.ArgumentParser:
         help='Fewer VO inliers than this move the keyframe on.',
     )
     parser.add_argument('--fit', action='store_true', help='Fit and check the accuracy model.')
+    parser.add_argument(
+        '--fit-dataset',
+        type=Path,
+        help="Fit on the train split of this set instead of --dataset's (one the depth nets "
+        'never saw, so the server depth is as good as on the robot).',
+    )
     parser.add_argument('--model', type=Path, help='Where --fit writes the model (YAML).')
     parser.add_argument('--quantile', type=float, default=0.95, help='Regression quantile.')
     parser.add_argument('--sequences', type=int, help='Use only the first N of each split.')
@@ -414,7 +422,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         entries = {entry.name: entry for entry in load_index(args.dataset)}
         heldout = split_paths(args.dataset, 'heldout')[: args.sequences]
-        train = split_paths(args.dataset, 'train')[: args.sequences]
+        fit_dataset = args.fit_dataset or args.dataset
+        train = split_paths(fit_dataset, 'train')[: args.sequences]
+        fit_entries = {entry.name: entry for entry in load_index(fit_dataset)}
     except (OSError, ValueError) as error:
         print(f'odometry_eval: {error}', file=sys.stderr)
         return 2
@@ -461,7 +471,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.fit:
         print('\nAccuracy model: t_err drop of stride 8 instead of 4 over a 32-frame window')
-        print('train split:')
+        print(f'train split of {fit_dataset}:')
         speeds, drops, _ = _collect_drops(train, depth_of, args.latency, keyframes)
         intercept, slope = quantile_regression(speeds, drops, args.quantile)
         model = OdometryAccuracyModel(intercept, slope, quantile=args.quantile)
@@ -498,7 +508,7 @@ def main(argv: list[str] | None = None) -> int:
             args.model,
             command=command,
             dataset_seeds={
-                'train': [entries[p.name].seed for p in train],
+                'train': [fit_entries[p.name].seed for p in train],
                 'heldout': [entries[p.name].seed for p in heldout],
             },
             vo_depth=args.depth,

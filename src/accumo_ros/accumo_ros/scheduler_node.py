@@ -322,8 +322,15 @@ class AccumoSchedulerNode(Node):
                 decision = pipeline.decide()
                 if pipeline.outstanding:
                     self._send(pipeline, image, rgb, frame, pipeline.outstanding)
+        warp_failures = pipeline.warp_failures
         choice = pipeline.select_depth()
         depth = pipeline.render_depth(choice)
+        if pipeline.warp_failures > warp_failures:
+            self.counts['frames_warp_left_view'] += 1
+            self.get_logger().warning(
+                'the last server depth map warps out of view: lite depth net instead',
+                throttle_duration_sec=5.0,
+            )
         pipeline.update_accuracy_models()
         self._publish(image, depth, pipeline, decision, choice.source)
         self.counts['frames_processed'] += 1

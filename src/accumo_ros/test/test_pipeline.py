@@ -14,7 +14,7 @@ from accumo_ros.depth_tracking import LOCAL_ALGORITHM, TRACKER
 from accumo_ros.odometry_model import OdometryAccuracyModel
 from accumo_ros.offload_latency import OffloadLatencyEstimator, OffloadSample
 from accumo_ros.offload_policies import make_policy
-from accumo_ros.pipeline import DEPTH, ODOMETRY, AccumoPipeline, PipelineConfig
+from accumo_ros.pipeline import DEPTH, ODOMETRY, AccumoPipeline, DepthChoice, PipelineConfig
 from accumo_ros.sequence import SequenceConfig, SyntheticSequence
 from accumo_ros.sequence_bag import read_sequence_bag, write_sequence_bag
 
@@ -177,3 +177,81 @@ def test_a_failed_odometry_offload_restarts_the_chain(data):
     assert pipeline.last_offloads == (None, 0)  # no pose arrived for frame 1
     pipeline.decide()  # frame 2 pairs with the failed frame 1, where the chain restarted
     assert pipeline.odometry_pair(2)[:2] == (1, 2)
+
+
+def _stationary_pipeline(
+    data, velocity: np.ndarray, config: PipelineConfig | None = None
+) -> AccumoPipeline:
+    """Return a depth-only pipeline whose filters believe the camera moves at ``velocity``."""
+    s = data.sequence
+    return AccumoPipeline(
+        s.intrinsics,
+        make_policy('wrr:1:0', 2),
+        lambda frame, _rgb: data.lite_depth[frame],
+        OdometryAccuracyModel.load(),
+        initial_pose=np.eye(4),
+        initial_velocity=velocity,
+        config=config,
+    )
+
+
+def _feed_still_imu(pipeline: AccumoPipeline, t0: float, t1: float, rate_hz: float = 240.0):
+    """Feed IMU samples of a camera at rest (specific force opposes gravity) in (t0, t1]."""
+    for t in np.arange(t0 + 1.0 / rate_hz, t1 + 1e-9, 1.0 / rate_hz):
+        pipeline.add_imu(float(t), np.zeros(3), np.array([0.0, 0.0, 9.81]))
+
+
+def test_the_depth_warp_integrates_from_the_fused_state_not_the_drifting_imu_only_one(data):
+    # Both filters start believing 1 m/s; a VO fix then tells the fused one the camera is
+    # still (set here directly). The warp after a depth offload must follow the fused state.
+    pipeline = _stationary_pipeline(data, np.array([1.0, 0.0, 0.0]))
+    state = pipeline.fusion.filter.snapshot()
+    state.velocity[:] = 0.0
+    pipeline.fusion.filter.restore(state)
+    pipeline.add_imu(0.0, np.zeros(3), np.array([0.0, 0.0, 9.81]))
+    rgb = data.sequence.rgb[0]
+    pipeline.begin_frame(0, 0.0, rgb)
+    assert pipeline.decide().tasks == (DEPTH,)
+    _feed_still_imu(pipeline, 0.0, 0.05)
+    pipeline.depth_result(0, data.server_depth[0])
+    _feed_still_imu(pipeline, 0.05, 0.2)
+    pipeline.begin_frame(12, 0.2, rgb)
+    moved = np.linalg.norm(pipeline.warp_pose()[:3, 3])
+    imu_only_moved = np.linalg.norm(pipeline.imu_only.filter.pose[:3, 3])
+    assert imu_only_moved == pytest.approx(0.2, abs=1e-3)  # what the release would warp by
+    assert moved < 1e-6
+    # A still camera: the warped map is the server map (bar pixels on the image border).
+    warped = pipeline.render_depth(DepthChoice(TRACKER, 0, 12))
+    inner = (slice(2, -2), slice(2, -2))
+    np.testing.assert_allclose(warped[inner], data.server_depth[0][inner], rtol=1e-4)
+
+
+def test_a_warp_that_leaves_nothing_in_view_falls_back_to_the_lite_net(data):
+    # The warp's own state believes the camera went 100 m forward: every point of the server
+    # map is behind it. The lite net's drop is set so high that the selector wants the tracker.
+    config = PipelineConfig(lite_drop_offset=-10.0)
+    pipeline = _stationary_pipeline(data, np.zeros(3), config)
+    pipeline.add_imu(0.0, np.zeros(3), np.array([0.0, 0.0, 9.81]))
+    rgb = data.sequence.rgb[0]
+    pipeline.begin_frame(0, 0.0, rgb)
+    pipeline.decide()
+    pipeline.depth_result(0, data.server_depth[0])
+    warp = pipeline._depth.warp.filter
+    state = warp.snapshot()
+    # Forward along the camera's optical axis (body x) at 500 m/s: 100 m in 0.2 s.
+    state.velocity[:] = pipeline.imu_only.filter.rotation @ np.array([500.0, 0.0, 0.0])
+    warp.restore(state)
+    _feed_still_imu(pipeline, 0.0, 0.2)
+    pipeline.begin_frame(12, 0.2, rgb)
+    assert np.isnan(pipeline.warped_depth()).all()
+    choice = pipeline.select_depth()
+    assert choice.source == LOCAL_ALGORITHM
+    assert pipeline.warp_failures == 1
+    np.testing.assert_array_equal(pipeline.render_depth(choice), data.lite_depth[12])
+
+
+def test_abs_rel_counts_pixels_without_a_prediction_as_fully_wrong():
+    truth = np.full((2, 2), 4.0)
+    predicted = np.array([[4.0, np.nan], [4.0, 4.0]])
+    assert evaluate.abs_rel(predicted, truth) == pytest.approx(0.25)
+    assert evaluate.abs_rel(np.full((2, 2), np.nan), truth) == pytest.approx(1.0)
