@@ -60,6 +60,7 @@ from accumo_ros.offload_latency import OffloadLatencyEstimator, OffloadSample
 from accumo_ros.offload_policies import make_policy
 from accumo_ros.pipeline import DEPTH, ODOMETRY, AccumoPipeline, PipelineConfig
 from accumo_ros.sequence_bag import LoadedSequence, read_sequence_bag
+from accumo_ros.visual_odometry import VoConfig
 
 WEIGHT_RATIOS = ((4, 1), (2, 1), (1, 1), (1, 2), (1, 4))
 STATIC_BASELINES = ('la', 'rr', 'wrr:3:1', 'wrr:2:1', 'wrr:1:2', 'wrr:1:3', 'aao')
@@ -175,7 +176,8 @@ def load_sequence_data(path: Path, cache_dir: Path, oracle: bool) -> SequenceDat
     if oracle:
         keyframes = PipelineConfig().keyframes
         drops_file = cache_dir / (
-            f'{path.name}.window_drops.kf{keyframes.max_frames}-{keyframes.min_inliers}.json'
+            f'{path.name}.window_drops.kf{keyframes.max_frames}-{keyframes.min_inliers}'
+            f'.vf{VoConfig().translation_floor_m:g}.json'
         )
         if drops_file.is_file():
             window_drops_by_start = {

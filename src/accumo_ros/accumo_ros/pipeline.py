@@ -16,7 +16,7 @@ same object, in this order for each camera frame ``f``:
 5. :meth:`~AccumoPipeline.update_accuracy_models`.
 
 Tasks: 0 = depth (server depth net; tracker = warping the last server map with the pose
-change since its frame, integrated from the IMU (see :class:`_WarpIntegrator`); local
+change since its frame, integrated from the IMU (see :class:`ImuPoseChange`); local
 algorithm = the lite depth net), 1 = odometry (server
 frame-pair VO against a keyframe; tracker and local algorithm = the error-state Kalman
 filter fusing VO poses late by rollback, the keyframe's pose kept as a stochastic clone).
@@ -129,7 +129,7 @@ class _PendingOdometry:
     second_rgb: np.ndarray
 
 
-class _WarpIntegrator:
+class ImuPoseChange:
     """The IMU-integrated pose change since a depth offload, for warping its server map.
 
     The release warps with an IMU-only filter's pose change. Uncorrected, that filter's
@@ -163,10 +163,10 @@ class _DepthState:
     frame: int | None = None  # offloaded frame of the server map in use
     server_depth: np.ndarray | None = None
     rgb: np.ndarray | None = None
-    warp: _WarpIntegrator | None = None  # the pose change since that frame
+    warp: ImuPoseChange | None = None  # the pose change since that frame
     lite_drop: float = math.inf
     last_model_frame: int | None = None
-    pending: dict[int, tuple[np.ndarray, _WarpIntegrator]] = field(default_factory=dict)
+    pending: dict[int, tuple[np.ndarray, ImuPoseChange]] = field(default_factory=dict)
     # The current frame's warped map: (frame, base frame, map), computed once per frame.
     warped: tuple[int, int, np.ndarray] | None = None
 
@@ -341,7 +341,7 @@ class AccumoPipeline:
         if task == DEPTH:
             # Keep what the result will be combined with: the frame, and the pose change
             # from it on.
-            integrator = _WarpIntegrator(self.fusion.filter, self.fusion.time)
+            integrator = ImuPoseChange(self.fusion.filter, self.fusion.time)
             self._depth.pending[frame] = (self.rgb, integrator)
         elif task == ODOMETRY:
             if self._keyframe is None:
