@@ -93,7 +93,7 @@ PARAMETERS = (
     ParamSpec(
         'lite_drop_slope',
         LITE_DROP_SLOPE,
-        'Lite-net drop = slope * AbsRel(lite vs server) - offset (fitted on the train split).',
+        'Lite-net drop = slope * AbsRel(lite vs server) - offset (fitted on a calibration set).',
         1e-6,
         100.0,
     ),
