@@ -120,3 +120,7 @@ def test_accumo_scheduler_yaml_names_exactly_the_parameters_of_the_node():
     defaults = {spec.name: spec.default for spec in scheduler_node.PARAMETERS}
     for key, value in params.items():
         assert type(value) is type(defaults[key]), key
+    # The fitted accuracy-model constants live in the code; the YAML must not shadow a
+    # refit with stale numbers.
+    for key in ('lite_drop_slope', 'lite_drop_offset'):
+        assert params[key] == defaults[key], key

@@ -23,7 +23,12 @@ drop each plan causes and offloads the current frame for the first task of the b
 * **Balance**: per-task stride limits (the release: a plan in which a task goes longer than
   its limit since its latest offload is infeasible) and, optionally, a cap on offloads of one
   task in a row (the dissertation's 3:1). With no feasible plan, the task whose latest
-  offload is oldest goes.
+  offload is oldest goes. Stride limits are given for the latencies the scheduler is built
+  with; when measured latencies change (:meth:`MpcScheduler.with_latencies`) they scale
+  with the round-robin period ``Σ_j L_j``. A fixed limit in frames would mean something
+  else on a slower link (the release's 25 frames for L = (5, 4) is under three rounds; for
+  L = (14, 14) it is less than one, every plan would break it and the scheduler would
+  degrade to round robin).
 
 Every plan is simulated at once with NumPy: per plan and task, the frames of the latest
 started and latest usable offload at each horizon step are precomputed with the plan set;
@@ -198,19 +203,38 @@ class MpcScheduler:
         if max_in_a_row is not None and max_in_a_row < 1:
             raise ValueError(f'max_in_a_row must be >= 1, got {max_in_a_row}')
         self.tasks = tuple(tasks)
+        # The tasks as configured: stride limits scale from these (with_latencies).
+        self._reference_tasks = self.tasks
         self.horizon = horizon
         self.merge = merge or weighted_sum([1.0] * len(self.tasks))
         self.max_in_a_row = max_in_a_row
 
     def with_latencies(self, latencies: Sequence[int]) -> MpcScheduler:
-        """Return a scheduler with the same settings and new per-task latencies (frames)."""
+        """Return a scheduler with the same settings and new per-task latencies (frames).
+
+        Stride limits scale by the ratio of the new round-robin period ``Σ L`` to the one
+        of the latencies this scheduler's lineage was built with (rounded up, and never
+        below the task's new latency), so repeated changes do not compound rounding.
+        """
         if len(latencies) != len(self.tasks):
             raise ValueError(f'{len(latencies)} latencies for {len(self.tasks)} tasks')
+        latencies = [int(latency) for latency in latencies]
+        scale = sum(latencies) / sum(t.latency_frames for t in self._reference_tasks)
         tasks = [
-            TaskSpec(t.name, int(latency), t.stride_limit)
-            for t, latency in zip(self.tasks, latencies, strict=True)
+            TaskSpec(
+                t.name,
+                latency,
+                None
+                if reference.stride_limit is None
+                else max(latency, math.ceil(reference.stride_limit * scale - 1e-9)),
+            )
+            for t, reference, latency in zip(
+                self.tasks, self._reference_tasks, latencies, strict=True
+            )
         ]
-        return MpcScheduler(tasks, self.horizon, self.merge, self.max_in_a_row)
+        scheduler = MpcScheduler(tasks, self.horizon, self.merge, self.max_in_a_row)
+        scheduler._reference_tasks = self._reference_tasks
+        return scheduler
 
     @property
     def plans(self) -> PlanSet:

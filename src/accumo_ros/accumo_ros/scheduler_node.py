@@ -79,9 +79,20 @@ PARAMETERS = (
         'odometry_weight', 1.0, 'Weight of odometry t_err in the merged accuracy.', 0.0, 1e6
     ),
     ParamSpec('horizon', 30, 'MPC horizon in frames.', 1, 120),
-    ParamSpec('depth_stride_limit', 25, 'Most frames between depth offloads; 0 = none.', 0, 10000),
     ParamSpec(
-        'odometry_stride_limit', 26, 'Most frames between odometry offloads; 0 = none.', 0, 10000
+        'depth_stride_limit',
+        25,
+        'Most frames between depth offloads at the *_latency_frames below (scaled with the '
+        'round-robin period when measured latencies differ); 0 = none.',
+        0,
+        10000,
+    ),
+    ParamSpec(
+        'odometry_stride_limit',
+        26,
+        'Most frames between odometry offloads (scaled as depth_stride_limit); 0 = none.',
+        0,
+        10000,
     ),
     ParamSpec('max_in_a_row', 0, 'Most offloads of one task in a row; 0 = no cap.', 0, 100),
     ParamSpec('use_local_algorithm', True, 'Depth: switch to the lite net when it is better.'),

@@ -179,8 +179,23 @@ def test_measured_latencies_give_a_new_plan_set() -> None:
     scheduler = MpcScheduler(_tasks(limits=(25, 26)), max_in_a_row=3)
     slower = scheduler.with_latencies([8, 6])
     assert [t.latency_frames for t in slower.tasks] == [8, 6]
-    assert [t.stride_limit for t in slower.tasks] == [25, 26]
+    # Stride limits keep their meaning in rounds: the period went from 9 to 14 frames.
+    assert [t.stride_limit for t in slower.tasks] == [39, 41]
     assert len(slower.plans) == len(enumerate_plans((8, 6), 30)) < len(scheduler.plans)
+    # Scaled from the configured latencies each time, so changes do not compound.
+    back = slower.with_latencies([14, 14]).with_latencies([5, 4])
+    assert [t.stride_limit for t in back.tasks] == [25, 26]
+    # A slow link (L = (14, 14)) keeps plans other than round robin feasible: with the
+    # release's fixed 25 frames none would be, and every decision would be a fallback.
+    slow = scheduler.with_latencies([14, 14])
+    assert [t.stride_limit for t in slow.tasks] == [78, 81]
+    estimates = [AccuracyEstimate(0.05), AccuracyEstimate(0.001)]
+    decision = slow.decide(300, [286, 258], estimates)
+    assert not decision.fallback
+    assert decision.task == DEPTH
+    # A latency above the configured limit does not make the scheduler unbuildable.
+    lopsided = MpcScheduler(_tasks(limits=(6, 26))).with_latencies([40, 4])
+    assert lopsided.tasks[0].stride_limit >= 40
     with pytest.raises(ValueError, match='2 tasks'):
         scheduler.with_latencies([5])
 
