@@ -85,6 +85,9 @@ DISSERTATION_LATENCIES = {
 DEFAULT_STRIDE_LIMITS = (25, 26)
 STRIDE_LIMIT_LATENCIES = (5, 4)
 MIN_DEPTH, MAX_DEPTH = 1e-3, 80.0
+# Part of the cached oracle drops' file name: change it whenever the filter or the VO
+# changes what a replay computes (the settings in the name do not cover code changes).
+WINDOW_DROPS_VERSION = 'g2'
 
 
 def abs_rel(predicted: np.ndarray, truth: np.ndarray) -> float:
@@ -179,7 +182,7 @@ def load_sequence_data(path: Path, cache_dir: Path, oracle: bool) -> SequenceDat
         keyframes = PipelineConfig().keyframes
         drops_file = cache_dir / (
             f'{path.name}.window_drops.kf{keyframes.max_frames}-{keyframes.min_inliers}'
-            f'.vf{VoConfig().translation_floor_m:g}.json'
+            f'.vf{VoConfig().translation_floor_m:g}.{WINDOW_DROPS_VERSION}.json'
         )
         if drops_file.is_file():
             window_drops_by_start = {
