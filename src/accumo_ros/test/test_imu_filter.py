@@ -548,7 +548,8 @@ def test_rotated_outliers_never_force_their_way_in():
     assert outcomes[2:9] == [False] * 7
     assert kf.rotation_outlier_count == 7
     assert kf.recovered_count == 0
-    assert all(outcomes[:2]) and all(outcomes[9:])
+    assert all(outcomes[:2])
+    assert all(outcomes[9:])
     assert np.linalg.norm(kf.pose[:3, 3] - truth.poses[-1][:3, 3]) < 0.1
 
 
