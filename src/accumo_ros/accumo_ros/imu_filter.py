@@ -630,8 +630,8 @@ class ErrorStateKalmanFilter:
                 return False
             # Poses keep disagreeing with the prediction in translation only: an earlier
             # outlier that passed the gate (or a bad start) left the velocity wrong but
-            # "certain". Reopen the
-            # velocity and accelerometer-bias uncertainty and take this pose.
+            # "certain". Reopen the velocity and accelerometer-bias uncertainty and take
+            # this pose.
             self.recovered_count += 1
             recovery = np.zeros(ERROR_DIM)
             recovery[_VEL] = self._recovery_variance[:3]

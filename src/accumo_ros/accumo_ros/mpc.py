@@ -222,15 +222,13 @@ class MpcScheduler:
         scale = sum(latencies) / sum(t.latency_frames for t in self._reference_tasks)
         tasks = [
             TaskSpec(
-                t.name,
+                reference.name,
                 latency,
                 None
                 if reference.stride_limit is None
                 else max(latency, math.ceil(reference.stride_limit * scale - 1e-9)),
             )
-            for t, reference, latency in zip(
-                self.tasks, self._reference_tasks, latencies, strict=True
-            )
+            for reference, latency in zip(self._reference_tasks, latencies, strict=True)
         ]
         scheduler = MpcScheduler(tasks, self.horizon, self.merge, self.max_in_a_row)
         scheduler._reference_tasks = self._reference_tasks
