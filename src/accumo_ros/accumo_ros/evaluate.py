@@ -160,8 +160,17 @@ class SequenceData:
     fps: float = 60.0
 
 
-def load_sequence_data(path: Path, cache_dir: Path, oracle: bool) -> SequenceData:
-    """Read a sequence bag and run both depth nets on every frame (cached as .npz)."""
+def load_sequence_data(
+    path: Path,
+    cache_dir: Path,
+    oracle: bool,
+    odometry_model: OdometryAccuracyModel | None = None,
+) -> SequenceData:
+    """Read a sequence bag and run both depth nets on every frame (cached as .npz).
+
+    With ``oracle``, also the true odometry window drops, measured as ``odometry_model``
+    (default the packaged one) was: its window, strides and latency.
+    """
     from accumo_ros.depth_nets import load_depth_net
 
     sequence = read_sequence_bag(path)
@@ -180,9 +189,11 @@ def load_sequence_data(path: Path, cache_dir: Path, oracle: bool) -> SequenceDat
     window_drops_by_start: dict[int, float] = {}
     if oracle:
         keyframes = PipelineConfig().keyframes
+        m = OdometryAccuracyModel.load() if odometry_model is None else odometry_model
         drops_file = cache_dir / (
             f'{path.name}.window_drops.kf{keyframes.max_frames}-{keyframes.min_inliers}'
-            f'.vf{VoConfig().translation_floor_m:g}.{WINDOW_DROPS_VERSION}.json'
+            f'.vf{VoConfig().translation_floor_m:g}.w{m.window_frames}s{m.base_stride}-'
+            f'{m.raised_stride}l{m.latency_frames}.{WINDOW_DROPS_VERSION}.json'
         )
         if drops_file.is_file():
             window_drops_by_start = {
@@ -193,6 +204,10 @@ def load_sequence_data(path: Path, cache_dir: Path, oracle: bool) -> SequenceDat
             _, drops = window_drops(
                 sequence,
                 lambda _s, index: server[index],
+                window_frames=m.window_frames,
+                base_stride=m.base_stride,
+                raised_stride=m.raised_stride,
+                latency=m.latency_frames,
                 window_starts=starts,
                 keyframes=keyframes,
             )
@@ -253,13 +268,20 @@ class _EvalPipeline(AccumoPipeline):
         return self._tracker_error[1]
 
 
-def _oracle(data: SequenceData, use_local_algorithm: bool, timing: str):  # noqa: ANN202
+def _oracle(  # noqa: ANN202
+    data: SequenceData,
+    use_local_algorithm: bool,
+    timing: str,
+    odometry_model: OdometryAccuracyModel,
+):
     """Return true accuracy drops (relative to the server net) instead of the models' estimates.
 
     ``timing`` 'models': the true value of what each model measured at its latest run (the
-    dissertation's oracle); 'now': the true drops of the current frame and window.
+    dissertation's oracle); 'now': the true drops of the current frame and window. The
+    odometry drops are measured as ``odometry_model`` was (window, strides).
     """
-    window = 32
+    window = odometry_model.window_frames
+    stride_step = odometry_model.raised_stride - odometry_model.base_stride
 
     def depth_now(pipeline: _EvalPipeline, frame: int) -> AccuracyEstimate:
         base = pipeline.last_offloads[DEPTH]
@@ -289,7 +311,7 @@ def _oracle(data: SequenceData, use_local_algorithm: bool, timing: str):  # noqa
         drop = data.odometry_window_drops.get(
             start, data.odometry_window_drops.get(start - window, 0.0)
         )
-        return [depth, AccuracyEstimate(max(0.0, drop) / 4.0)]
+        return [depth, AccuracyEstimate(max(0.0, drop) / stride_step)]
 
     return estimates
 
@@ -351,7 +373,7 @@ def run_scheduler(
         noise=imu_noise_of(s),
         config=config,
         latency_frames=default_frames,
-        accuracy_source=_oracle(data, use_la, oracle) if oracle else None,
+        accuracy_source=_oracle(data, use_la, oracle, odometry_model) if oracle else None,
     )
     pipeline.data = data
     latencies = OffloadLatencyEstimator(default_frames, data.fps)
@@ -441,14 +463,15 @@ def evaluate_sequence(
     schedulers: Sequence[str],
     weight_ratios: Sequence[tuple[float, float]],
     seed: int,
+    odometry_model_path: Path | None = None,
 ) -> list[RunResult]:
     """Every scheduler (weighted ones at every ratio) on one sequence."""
     import torch
 
     torch.set_num_threads(1)
     oracle = any(name in schedulers for name in ORACLES)
-    data = load_sequence_data(path, cache_dir, oracle)
-    model = OdometryAccuracyModel.load()
+    model = OdometryAccuracyModel.load(odometry_model_path)
+    data = load_sequence_data(path, cache_dir, oracle, model)
     results = []
     for scheduler in schedulers:
         for weights in weight_ratios if scheduler in WEIGHTED else [None]:
@@ -685,6 +708,13 @@ def _parser() -> argparse.ArgumentParser:
         help='YAML of measured per-task latencies (default: the dissertation constants)',
     )
     parser.add_argument(
+        '--odometry-model',
+        type=Path,
+        default=None,
+        help='odometry accuracy model YAML (default: the packaged one, fitted at the '
+        "dissertation's 4-frame latency)",
+    )
+    parser.add_argument(
         '--schedulers',
         default=','.join((*STATIC_BASELINES, *VARIANTS)),
         help='comma-separated schedulers',
@@ -701,6 +731,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         latency_model = LatencyModel.load(args.latencies)
+        odometry_model = OdometryAccuracyModel.load(args.odometry_model)
         weights = [tuple(float(v) for v in w.split(':')) for w in args.weights.split(',')]
         schedulers = [s.strip() for s in args.schedulers.split(',') if s.strip()]
         for scheduler in schedulers:
@@ -719,7 +750,10 @@ def main(argv: list[str] | None = None) -> int:
     args.output.mkdir(parents=True, exist_ok=True)
     cache_dir = args.output / 'cache'
     started = time.monotonic()
-    jobs = [(p, cache_dir, latency_model, schedulers, weights, args.seed) for p in paths]
+    jobs = [
+        (p, cache_dir, latency_model, schedulers, weights, args.seed, args.odometry_model)
+        for p in paths
+    ]
     results: list[RunResult] = []
     if args.workers > 1:
         with ProcessPoolExecutor(args.workers) as pool:
@@ -735,6 +769,10 @@ def main(argv: list[str] | None = None) -> int:
         'horizon': 30,
         'stride limits (depth, odometry)': f'{DEFAULT_STRIDE_LIMITS} frames at latencies '
         f'{STRIDE_LIMIT_LATENCIES}, scaled with the round-robin period of the latencies in use',
+        'odometry accuracy model': f'{args.odometry_model or "packaged"}: drop of stride '
+        f'{odometry_model.raised_stride} instead of {odometry_model.base_stride} over '
+        f'{odometry_model.window_frames} frames, poses {odometry_model.latency_frames} frames '
+        f'late, quantile {odometry_model.quantile:g}',
         'seconds': round(time.monotonic() - started),
     }
     (args.output / 'runs.json').write_text(

@@ -76,8 +76,12 @@ class OdometryAccuracyModel:
     """The fitted bound ``drop ≤ intercept + slope · ω`` and how it was measured.
 
     ``window_frames`` is the window over which ω is measured (and the stride raised),
-    ``base_stride`` and ``raised_stride`` the strides compared; the drop is a fraction of
-    t_err (0.01 = one percentage point).
+    ``base_stride`` and ``raised_stride`` the strides compared, ``latency_frames`` how late
+    the VO poses were fused while measuring; the drop is a fraction of t_err (0.01 = one
+    percentage point). The dissertation measured at its link's latency (4 frames, strides
+    4 and 8); on a slower link the scheduler works at strides of at least the latency, so
+    a model for it is measured there (``odometry_eval --fit --latency 14 --base-stride 14
+    --raised-stride 28 --window-frames 56``).
     """
 
     intercept: float
@@ -87,6 +91,7 @@ class OdometryAccuracyModel:
     base_stride: int = 4
     raised_stride: int = 8
     fps: float = 60.0
+    latency_frames: int = 4
 
     def __post_init__(self) -> None:
         if not (np.isfinite(self.intercept) and np.isfinite(self.slope)):
@@ -95,6 +100,8 @@ class OdometryAccuracyModel:
             raise ValueError('need 1 <= base_stride < raised_stride')
         if self.window_frames < 1 or self.fps <= 0.0:
             raise ValueError('window_frames and fps must be positive')
+        if not 0 <= self.latency_frames <= self.base_stride:
+            raise ValueError('need 0 <= latency_frames <= base_stride')
 
     @property
     def window_s(self) -> float:

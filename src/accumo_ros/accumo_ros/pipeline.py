@@ -85,14 +85,13 @@ class PipelineConfig:
     # The flow-based tracker model is slow (66 ms on the phone): it runs at most once every
     # this many frames, as the release's "only when not busy".
     tracker_model_period: int = 4
-    angular_window_frames: int = 32  # odometry accuracy model's window
     fps: float = 60.0
     # VO pairs measure from a keyframe (see KeyframePolicy); max_frames=0: frame to frame.
     keyframes: KeyframePolicy = field(default_factory=KeyframePolicy)
 
     def __post_init__(self) -> None:
-        if self.tracker_model_period < 1 or self.angular_window_frames < 1:
-            raise ValueError('tracker_model_period and angular_window_frames must be >= 1')
+        if self.tracker_model_period < 1:
+            raise ValueError('tracker_model_period must be >= 1')
         if not self.fps > 0.0:
             raise ValueError(f'fps must be positive, got {self.fps}')
         if not (self.lite_drop_slope > 0.0 and math.isfinite(self.lite_drop_slope)):
@@ -219,7 +218,10 @@ class AccumoPipeline:
         self._keyframe: int | None = None
         self._keyframe_rgb: np.ndarray | None = None
         self._odometry_pending: dict[int, _PendingOdometry] = {}
-        self._rotations: deque[np.ndarray] = deque(maxlen=self.config.angular_window_frames + 1)
+        self._rotations: deque[np.ndarray] = deque(
+            # The angular speed is the odometry model's feature: over the model's window.
+            maxlen=odometry_model.window_frames + 1
+        )
         self.outstanding: tuple[int, ...] = ()  # tasks of the offload in flight
         self.last_decision: Decision | None = None
         self.tracker_failures = 0  # tracker-model runs without any overlap

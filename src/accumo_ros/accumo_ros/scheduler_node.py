@@ -109,6 +109,12 @@ PARAMETERS = (
         100.0,
     ),
     ParamSpec('lite_drop_offset', LITE_DROP_OFFSET, 'See lite_drop_slope.', -10.0, 10.0),
+    ParamSpec(
+        'odometry_model',
+        '',
+        "Odometry accuracy model YAML ('' = the packaged one, measured at a 4-frame latency; "
+        'fit one for a slower link with python -m accumo_ros.odometry_eval --fit).',
+    ),
     ParamSpec('offload_mode', 'nnto', "Mode requested from the bridge ('' = its default)."),
     ParamSpec('deadline_s', 1.0, 'Time allowed per offload; later counts as failed.', 0.01, 60.0),
     ParamSpec(
@@ -168,7 +174,7 @@ class AccumoSchedulerNode(Node):
         )
         self._policy = make_policy(config['policy'], len(TASK_NAMES), scheduler)
         self._lite = load_depth_net('lite')
-        self._odometry_model = OdometryAccuracyModel.load()
+        self._odometry_model = OdometryAccuracyModel.load(config['odometry_model'] or None)
         self._latencies = OffloadLatencyEstimator(self._latency_defaults, config['fps'])
         self._pipeline: AccumoPipeline | None = None  # built on the first camera_info
         self._intrinsics: Intrinsics | None = None

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -83,6 +84,21 @@ def test_the_oracles_schedule_on_the_true_drops(data: SequenceData) -> None:
     for run in (oracle, clairvoyant):
         assert run.depth_sources['tracker'] > 0
         assert run.depth_abs_rel < float(np.mean(data.lite_error))
+
+
+def test_the_oracle_measures_odometry_as_the_model_in_use_was(data: SequenceData) -> None:
+    # A model measured over 16-frame windows with strides 4 and 12: the oracle's true drops
+    # are that model's windows, spread over its stride step of 8 frames.
+    model = OdometryAccuracyModel(
+        0.0, 0.01, window_frames=16, base_stride=4, raised_stride=12, latency_frames=4
+    )
+    frames = len(data.sequence.frame_times)
+    drops = {start: 0.001 * (start // 16 + 1) for start in range(0, frames, 16)}
+    slow = dataclasses.replace(data, odometry_window_drops=drops)
+    run = run_scheduler(slow, 'accumo-clairvoyant', (1.0, 1.0), LatencyModel.load(None), model)
+    assert run.drop_rates
+    for frame, _depth_rate, odometry_rate in run.drop_rates:
+        assert odometry_rate == pytest.approx(drops[frame // 16 * 16] / 8.0)
 
 
 def test_latency_files_are_read_and_drawn_from(tmp_path) -> None:  # noqa: ANN001

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 import yaml
@@ -71,6 +73,20 @@ def test_model_rate_saving_and_loading(tmp_path):
         OdometryAccuracyModel.load(tmp_path / 'missing.yaml')
     with pytest.raises(ValueError, match='base_stride'):
         OdometryAccuracyModel(0.0, 0.0, base_stride=8, raised_stride=8)
+    with pytest.raises(ValueError, match='latency_frames'):
+        OdometryAccuracyModel(0.0, 0.0, latency_frames=5)  # later than the base stride
+
+
+def test_a_model_for_a_slow_link_spreads_the_drop_over_its_stride_step(tmp_path):
+    # Measured at 14 frames' latency: strides 14 and 28, so the rate is the bound over 14.
+    model = OdometryAccuracyModel(
+        0.001, 0.01, window_frames=56, base_stride=14, raised_stride=28, latency_frames=14
+    )
+    assert model.drop_rate(1.0) == pytest.approx(0.011 / 14)
+    assert model.window_s == pytest.approx(56 / 60)
+    path = tmp_path / 'slow.yaml'
+    model.save(path)
+    assert OdometryAccuracyModel.load(path) == model
 
 
 def test_committed_model_bounds_the_drop_from_above():
@@ -152,12 +168,22 @@ def test_cli_fits_and_writes_a_loadable_model(tmp_path, capsys):
     assert dataset.main(arguments) == 0
     model_path = tmp_path / 'odometry.yaml'
     argv = ['--dataset', str(folder), '--depth', 'gt', '--fit', '--model', str(model_path)]
-    argv += ['--output', str(tmp_path / 'report.json')]
+    argv += ['--output', str(tmp_path / 'report.json'), '--stride', '12', '--latency', '6']
+    argv += ['--base-stride', '6', '--raised-stride', '12', '--window-frames', '24']
     assert odometry_eval.main(argv) == 0
     printed = capsys.readouterr().out
     assert 'KF+VO' in printed
     assert 'held-out' in printed
+    assert 'stride 12 instead of 6 over a 24-frame window, poses 6 frames late' in printed
     model = OdometryAccuracyModel.load(model_path)
+    assert (model.base_stride, model.raised_stride) == (6, 12)
+    assert (model.window_frames, model.latency_frames) == (24, 6)
+    # The measured windows are in the report, to fit other forms without measuring again.
+    windows = json.loads((tmp_path / 'report.json').read_text())['windows']
+    for split in ('train', 'heldout'):
+        count = len(windows[split]['drop'])
+        assert count >= 2
+        assert len(windows[split]['angular_speed']) == len(windows[split]['sequence']) == count
     document = yaml.safe_load(model_path.read_text())
     assert document['provenance']['command'] == 'python -m accumo_ros.odometry_eval ' + ' '.join(
         argv
@@ -165,4 +191,8 @@ def test_cli_fits_and_writes_a_loadable_model(tmp_path, capsys):
     assert document['provenance']['train']['windows'] >= 2
     assert np.isfinite(model.slope)
     assert odometry_eval.main([*argv[:4], '--fit']) == 2  # no --model
+    swapped = [*argv[:7], '--base-stride', '12', '--raised-stride', '6']
+    assert odometry_eval.main(swapped) == 2
+    late = [*argv[:7], '--latency', '8', '--stride', '12', '--base-stride', '6']
+    assert odometry_eval.main(late) == 2  # poses later than the base stride
     assert odometry_eval.main(['--dataset', str(tmp_path / 'none'), '--depth', 'gt']) == 2
