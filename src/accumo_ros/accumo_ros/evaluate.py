@@ -55,7 +55,7 @@ from accumo_ros.depth_tracking import LOCAL_ALGORITHM, TRACKER
 from accumo_ros.metrics import kitti_errors
 from accumo_ros.mpc import AccuracyEstimate, MpcScheduler, TaskSpec, weighted_sum
 from accumo_ros.odometry_eval import SEGMENT_STEP, VoCache, imu_noise_of, window_drops
-from accumo_ros.odometry_model import OdometryAccuracyModel
+from accumo_ros.odometry_model import OdometryAccuracyModel, OdometryModelSet
 from accumo_ros.offload_latency import OffloadLatencyEstimator, OffloadSample
 from accumo_ros.offload_policies import make_policy
 from accumo_ros.pipeline import DEPTH, ODOMETRY, AccumoPipeline, PipelineConfig
@@ -160,16 +160,30 @@ class SequenceData:
     fps: float = 60.0
 
 
+def _initial_odometry_model(
+    models: OdometryAccuracyModel | OdometryModelSet | None,
+    latency_model: LatencyModel,
+    fps: float,
+) -> OdometryAccuracyModel:
+    """Return the model a run starts with: of a set, the one for the default latency."""
+    if isinstance(models, OdometryAccuracyModel):
+        return models
+    models = models or OdometryModelSet.load()
+    return models.select(latency_model.default_frames(fps)[ODOMETRY])
+
+
 def load_sequence_data(
     path: Path,
     cache_dir: Path,
     oracle: bool,
-    odometry_model: OdometryAccuracyModel | None = None,
+    odometry_model: OdometryAccuracyModel | OdometryModelSet | None = None,
+    latency_model: LatencyModel | None = None,
 ) -> SequenceData:
     """Read a sequence bag and run both depth nets on every frame (cached as .npz).
 
     With ``oracle``, also the true odometry window drops, measured as ``odometry_model``
-    (default the packaged one) was: its window, strides and latency.
+    (default the packaged ones) was: its window, strides and latency; of a model set, the
+    model the scheduler starts with at ``latency_model``'s latencies.
     """
     from accumo_ros.depth_nets import load_depth_net
 
@@ -187,9 +201,10 @@ def load_sequence_data(
     lite_error = np.array([abs_rel(lite[i], sequence.depth[i]) for i in range(len(lite))])
     vo = VoCache(sequence, lambda _s, index: server[index])
     window_drops_by_start: dict[int, float] = {}
+    fps = 1.0 / float(np.median(np.diff(sequence.frame_times)))
     if oracle:
         keyframes = PipelineConfig().keyframes
-        m = OdometryAccuracyModel.load() if odometry_model is None else odometry_model
+        m = _initial_odometry_model(odometry_model, latency_model or LatencyModel.load(None), fps)
         drops_file = cache_dir / (
             f'{path.name}.window_drops.kf{keyframes.max_frames}-{keyframes.min_inliers}'
             f'.vf{VoConfig().translation_floor_m:g}.w{m.window_frames}s{m.base_stride}-'
@@ -213,7 +228,6 @@ def load_sequence_data(
             )
             window_drops_by_start = {s: float(d) for s, d in zip(starts, drops, strict=True)}
             drops_file.write_text(json.dumps(window_drops_by_start))
-    fps = 1.0 / float(np.median(np.diff(sequence.frame_times)))
     return SequenceData(
         path.name,
         sequence.category,
@@ -343,11 +357,15 @@ def run_scheduler(
     scheduler: str,
     weights: tuple[float, float] | None,
     latency_model: LatencyModel,
-    odometry_model: OdometryAccuracyModel,
+    odometry_model: OdometryAccuracyModel | OdometryModelSet,
     seed: int = 0,
     config: PipelineConfig | None = None,
 ) -> RunResult:
-    """Replay one sequence under one scheduler; return its accuracy and series."""
+    """Replay one sequence under one scheduler; return its accuracy and series.
+
+    Of an odometry model set, the pipeline uses the one measured nearest the odometry
+    latency in use; the oracles measure as the one for the default latency.
+    """
     policy_name, use_la, oracle = VARIANTS.get(scheduler, (scheduler, scheduler == 'la', False))
     s = data.sequence
     config = config or PipelineConfig(use_local_algorithm=use_la, fps=data.fps)
@@ -373,7 +391,16 @@ def run_scheduler(
         noise=imu_noise_of(s),
         config=config,
         latency_frames=default_frames,
-        accuracy_source=_oracle(data, use_la, oracle, odometry_model) if oracle else None,
+        accuracy_source=(
+            _oracle(
+                data,
+                use_la,
+                oracle,
+                _initial_odometry_model(odometry_model, latency_model, data.fps),
+            )
+            if oracle
+            else None
+        ),
     )
     pipeline.data = data
     latencies = OffloadLatencyEstimator(default_frames, data.fps)
@@ -463,15 +490,15 @@ def evaluate_sequence(
     schedulers: Sequence[str],
     weight_ratios: Sequence[tuple[float, float]],
     seed: int,
-    odometry_model_path: Path | None = None,
+    odometry_model_paths: Sequence[Path] | None = None,
 ) -> list[RunResult]:
     """Every scheduler (weighted ones at every ratio) on one sequence."""
     import torch
 
     torch.set_num_threads(1)
     oracle = any(name in schedulers for name in ORACLES)
-    model = OdometryAccuracyModel.load(odometry_model_path)
-    data = load_sequence_data(path, cache_dir, oracle, model)
+    model = OdometryModelSet.load(odometry_model_paths)
+    data = load_sequence_data(path, cache_dir, oracle, model, latency_model)
     results = []
     for scheduler in schedulers:
         for weights in weight_ratios if scheduler in WEIGHTED else [None]:
@@ -710,9 +737,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         '--odometry-model',
         type=Path,
+        action='append',
         default=None,
-        help='odometry accuracy model YAML (default: the packaged one, fitted at the '
-        "dissertation's 4-frame latency)",
+        help='odometry accuracy model YAML, repeatable: the one measured nearest the odometry '
+        'latency in use applies (default: the packaged ones, measured at 4 and 14 frames)',
     )
     parser.add_argument(
         '--schedulers',
@@ -731,7 +759,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         latency_model = LatencyModel.load(args.latencies)
-        odometry_model = OdometryAccuracyModel.load(args.odometry_model)
+        odometry_models = OdometryModelSet.load(args.odometry_model)
         weights = [tuple(float(v) for v in w.split(':')) for w in args.weights.split(',')]
         schedulers = [s.strip() for s in args.schedulers.split(',') if s.strip()]
         for scheduler in schedulers:
@@ -769,10 +797,11 @@ def main(argv: list[str] | None = None) -> int:
         'horizon': 30,
         'stride limits (depth, odometry)': f'{DEFAULT_STRIDE_LIMITS} frames at latencies '
         f'{STRIDE_LIMIT_LATENCIES}, scaled with the round-robin period of the latencies in use',
-        'odometry accuracy model': f'{args.odometry_model or "packaged"}: drop of stride '
-        f'{odometry_model.raised_stride} instead of {odometry_model.base_stride} over '
-        f'{odometry_model.window_frames} frames, poses {odometry_model.latency_frames} frames '
-        f'late, quantile {odometry_model.quantile:g}',
+        'odometry accuracy models': (
+            f'{", ".join(map(str, args.odometry_model)) if args.odometry_model else "packaged"}'
+            f' (the one measured nearest the odometry latency in use): '
+            f'{odometry_models.describe()}'
+        ),
         'seconds': round(time.monotonic() - started),
     }
     (args.output / 'runs.json').write_text(

@@ -20,6 +20,8 @@ of the default data set; the file records the command.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -30,7 +32,11 @@ from scipy.optimize import linprog
 from accumo_ros.geometry import rotation_angles
 
 MODEL_FORMAT = 'accumo_odometry_accuracy/1'
-DEFAULT_MODEL_PATH = Path(__file__).resolve().parent / 'weights' / 'odometry_accuracy.yaml'
+_WEIGHTS = Path(__file__).resolve().parent / 'weights'
+DEFAULT_MODEL_PATH = _WEIGHTS / 'odometry_accuracy.yaml'
+# One model per link: measured at the dissertation's 4-frame latency and at the 14 frames of a
+# 16 Mbit/s link (see OdometryModelSet).
+PACKAGED_MODEL_PATHS = (DEFAULT_MODEL_PATH, _WEIGHTS / 'odometry_accuracy_l14.yaml')
 
 
 def quantile_regression(
@@ -140,3 +146,46 @@ class OdometryAccuracyModel:
         if missing:
             raise ValueError(f'{path} lacks {sorted(missing)}')
         return cls(**fields)
+
+
+class OdometryModelSet:
+    """Odometry accuracy models measured at different latencies; the scheduler uses one.
+
+    What a frame of stride costs depends on the strides in use, and those start at the
+    offload latency: at 14 frames (a 16 Mbit/s link) the model measured at 4 frames overstates
+    the cost per frame about threefold and the scheduler gives odometry every offload it can.
+    So each model is measured at one latency (``odometry_eval --fit --latency``) and
+    :meth:`select` picks the one measured nearest the latency in use, nearest on a log scale
+    (what matters is the ratio of strides): 4 and 14 frames split at 7.5.
+    """
+
+    def __init__(self, models: Sequence[OdometryAccuracyModel]) -> None:
+        if not models:
+            raise ValueError('need at least one odometry accuracy model')
+        latencies = [m.latency_frames for m in models]
+        if len(set(latencies)) != len(latencies):
+            raise ValueError(f'two models measured at the same latency: {sorted(latencies)}')
+        self.models = tuple(sorted(models, key=lambda m: m.latency_frames))
+
+    @classmethod
+    def load(cls, paths: Sequence[Path | str] | None = None) -> OdometryModelSet:
+        """Read models written by :meth:`OdometryAccuracyModel.save` (default: packaged)."""
+        return cls([OdometryAccuracyModel.load(p) for p in (paths or PACKAGED_MODEL_PATHS)])
+
+    @property
+    def max_window_frames(self) -> int:
+        """The longest window any model measures its angular speed over."""
+        return max(m.window_frames for m in self.models)
+
+    def select(self, latency_frames: int) -> OdometryAccuracyModel:
+        """Return the model measured nearest ``latency_frames`` (ties: the shorter latency)."""
+        target = math.log(max(1, int(latency_frames)))
+        return min(self.models, key=lambda m: abs(math.log(max(1, m.latency_frames)) - target))
+
+    def describe(self) -> str:
+        """One line per model: how it was measured."""
+        return '; '.join(
+            f'latency {m.latency_frames}: stride {m.base_stride}->{m.raised_stride} over '
+            f'{m.window_frames} frames, q{m.quantile:g}'
+            for m in self.models
+        )

@@ -50,7 +50,11 @@ from accumo_ros.geometry import Intrinsics
 from accumo_ros.imu import ImuNoise
 from accumo_ros.imu_filter import DelayedPoseFusion, ErrorStateKalmanFilter
 from accumo_ros.mpc import AccuracyEstimate
-from accumo_ros.odometry_model import OdometryAccuracyModel, window_angular_speed
+from accumo_ros.odometry_model import (
+    OdometryAccuracyModel,
+    OdometryModelSet,
+    window_angular_speed,
+)
 from accumo_ros.offload_policies import MpcPolicy, OffloadPolicy
 from accumo_ros.visual_odometry import KeyframePolicy
 
@@ -180,7 +184,7 @@ class AccumoPipeline:
         intrinsics: Intrinsics,
         policy: OffloadPolicy,
         lite_depth: LiteDepth,
-        odometry_model: OdometryAccuracyModel,
+        odometry_model: OdometryAccuracyModel | OdometryModelSet,
         *,
         initial_pose: np.ndarray | None = None,
         initial_velocity: np.ndarray | None = None,
@@ -192,7 +196,12 @@ class AccumoPipeline:
         self.intrinsics = intrinsics
         self.policy = policy
         self.lite_depth = lite_depth
-        self.odometry_model = odometry_model
+        # The odometry model in use follows the odometry latency (see set_latency_frames).
+        self.odometry_models = (
+            odometry_model
+            if isinstance(odometry_model, OdometryModelSet)
+            else OdometryModelSet([odometry_model])
+        )
         self.config = config or PipelineConfig()
         # Replaces the accuracy models' estimates (the evaluator's oracle); None = the models.
         self.accuracy_source = accuracy_source
@@ -209,6 +218,7 @@ class AccumoPipeline:
             initial_drop_rate=self.config.initial_depth_drop_rate,
         )
         self.latency_frames = tuple(int(v) for v in latency_frames)
+        self.odometry_model = self.odometry_models.select(self.latency_frames[ODOMETRY])
         self.frame: int | None = None  # the frame being processed
         self.frame_time: float | None = None
         self.rgb: np.ndarray | None = None
@@ -220,7 +230,7 @@ class AccumoPipeline:
         self._odometry_pending: dict[int, _PendingOdometry] = {}
         self._rotations: deque[np.ndarray] = deque(
             # The angular speed is the odometry model's feature: over the model's window.
-            maxlen=odometry_model.window_frames + 1
+            maxlen=self.odometry_models.max_window_frames + 1
         )
         self.outstanding: tuple[int, ...] = ()  # tasks of the offload in flight
         self.last_decision: Decision | None = None
@@ -271,8 +281,9 @@ class AccumoPipeline:
         )
         rotations = self._rotations
         if len(rotations) >= 2:
+            span = min(len(rotations) - 1, self.odometry_model.window_frames)
             speed = window_angular_speed(
-                rotations[0], rotations[-1], (len(rotations) - 1) / self.config.fps
+                rotations[-1 - span], rotations[-1], span / self.config.fps
             )
         else:
             speed = 0.0
@@ -299,6 +310,7 @@ class AccumoPipeline:
         if len(latencies) != len(TASK_NAMES):
             raise ValueError(f'need {len(TASK_NAMES)} latencies, got {len(latencies)}')
         self.latency_frames = latencies
+        self.odometry_model = self.odometry_models.select(latencies[ODOMETRY])
 
     def decide(self) -> Decision:
         """Ask the policy for the current frame; the caller must then upload it.

@@ -44,7 +44,7 @@ from sensor_msgs.msg import CameraInfo, Image, Imu
 from accumo_ros.depth_nets import load_depth_net
 from accumo_ros.geometry import Intrinsics
 from accumo_ros.mpc import MpcScheduler, TaskSpec, weighted_sum
-from accumo_ros.odometry_model import OdometryAccuracyModel
+from accumo_ros.odometry_model import OdometryModelSet
 from accumo_ros.offload_latency import OffloadLatencyEstimator, OffloadSample
 from accumo_ros.offload_policies import make_policy
 from accumo_ros.pipeline import (
@@ -110,10 +110,11 @@ PARAMETERS = (
     ),
     ParamSpec('lite_drop_offset', LITE_DROP_OFFSET, 'See lite_drop_slope.', -10.0, 10.0),
     ParamSpec(
-        'odometry_model',
-        '',
-        "Odometry accuracy model YAML ('' = the packaged one, measured at a 4-frame latency; "
-        'fit one for a slower link with python -m accumo_ros.odometry_eval --fit).',
+        'odometry_models',
+        [],
+        'Odometry accuracy model YAMLs, each measured at one latency; the one measured nearest '
+        'the odometry latency in use applies ([] = the packaged ones, 4 and 14 frames; fit one '
+        'for another link with python -m accumo_ros.odometry_eval --fit --latency N).',
     ),
     ParamSpec('offload_mode', 'nnto', "Mode requested from the bridge ('' = its default)."),
     ParamSpec('deadline_s', 1.0, 'Time allowed per offload; later counts as failed.', 0.01, 60.0),
@@ -174,7 +175,7 @@ class AccumoSchedulerNode(Node):
         )
         self._policy = make_policy(config['policy'], len(TASK_NAMES), scheduler)
         self._lite = load_depth_net('lite')
-        self._odometry_model = OdometryAccuracyModel.load(config['odometry_model'] or None)
+        self._odometry_models = OdometryModelSet.load(config['odometry_models'] or None)
         self._latencies = OffloadLatencyEstimator(self._latency_defaults, config['fps'])
         self._pipeline: AccumoPipeline | None = None  # built on the first camera_info
         self._intrinsics: Intrinsics | None = None
@@ -296,7 +297,7 @@ class AccumoSchedulerNode(Node):
                 self._intrinsics,
                 self._policy,
                 lambda _frame, rgb: self._lite.predict(rgb),
-                self._odometry_model,
+                self._odometry_models,
                 config=PipelineConfig(
                     use_local_algorithm=config['use_local_algorithm'],
                     lite_drop_slope=config['lite_drop_slope'],
@@ -335,7 +336,14 @@ class AccumoSchedulerNode(Node):
             if time.monotonic() < self._server_down_until:
                 self.counts['frames_local_server_down'] += 1
             else:
+                model = pipeline.odometry_model
                 pipeline.set_latency_frames(self._latencies.frames())
+                if pipeline.odometry_model is not model:
+                    self.get_logger().info(
+                        f'odometry latency now {pipeline.latency_frames[ODOMETRY]} frames: '
+                        'using the odometry accuracy model measured at '
+                        f'{pipeline.odometry_model.latency_frames}'
+                    )
                 decision = pipeline.decide()
                 if pipeline.outstanding:
                     self._send(pipeline, image, rgb, frame, pipeline.outstanding)
@@ -568,9 +576,10 @@ class AccumoSchedulerNode(Node):
 
     def destroy_node(self) -> None:
         """Stop the worker, then destroy the node."""
-        self._stop.set()
-        self._wake.set()
-        self._worker.join(timeout=2.0)
+        if hasattr(self, '_worker'):  # not when the configuration was rejected
+            self._stop.set()
+            self._wake.set()
+            self._worker.join(timeout=2.0)
         super().destroy_node()
 
 

@@ -14,7 +14,9 @@ from scipy.spatial.transform import Rotation
 from accumo_ros import dataset, odometry_eval
 from accumo_ros.odometry_model import (
     DEFAULT_MODEL_PATH,
+    PACKAGED_MODEL_PATHS,
     OdometryAccuracyModel,
+    OdometryModelSet,
     quantile_regression,
     window_angular_speed,
 )
@@ -100,6 +102,37 @@ def test_committed_model_bounds_the_drop_from_above():
     for speed in np.linspace(0.0, 2.0, 9):
         expected = max(0.0, model.intercept + model.slope * speed) / 4
         assert model.drop_rate(speed) == pytest.approx(expected)
+
+
+def test_the_packaged_models_cover_the_fast_and_the_16_mbit_link():
+    models = OdometryModelSet.load()
+    assert [m.latency_frames for m in models.models] == [4, 14]
+    assert models.max_window_frames == 56
+    for path, model in zip(PACKAGED_MODEL_PATHS, models.models, strict=True):
+        provenance = yaml.safe_load(path.read_text())['provenance']
+        assert f'--latency {model.latency_frames}' in provenance['command'] or (
+            model.latency_frames == 4  # the default latency of odometry_eval
+        )
+        assert abs(provenance['train']['share_under_bound'] - model.quantile) < 0.02
+
+
+def test_the_model_measured_nearest_the_latency_in_use_applies():
+    fast = OdometryAccuracyModel(0.01, 0.0)
+    slow = OdometryAccuracyModel(
+        0.01, 0.0, window_frames=56, base_stride=14, raised_stride=28, latency_frames=14
+    )
+    models = OdometryModelSet([slow, fast])
+    assert models.models == (fast, slow)
+    # Nearest on a log scale: 4 and 14 frames split at sqrt(56) = 7.5.
+    for latency, expected in ((1, fast), (4, fast), (7, fast), (8, slow), (14, slow), (60, slow)):
+        assert models.select(latency) is expected, latency
+    assert 'latency 14: stride 14->28 over 56 frames' in models.describe()
+    # A single model applies at every latency; the same latency twice is ambiguous.
+    assert OdometryModelSet([fast]).select(30) is fast
+    with pytest.raises(ValueError, match='same latency'):
+        OdometryModelSet([fast, OdometryAccuracyModel(0.02, 0.0)])
+    with pytest.raises(ValueError, match='at least one'):
+        OdometryModelSet([])
 
 
 def test_periodic_offloads_raise_the_stride_inside_the_window():

@@ -11,7 +11,7 @@ import pytest
 
 from accumo_ros import evaluate, odometry_eval
 from accumo_ros.depth_tracking import LOCAL_ALGORITHM, TRACKER
-from accumo_ros.odometry_model import OdometryAccuracyModel
+from accumo_ros.odometry_model import OdometryAccuracyModel, OdometryModelSet
 from accumo_ros.offload_latency import OffloadLatencyEstimator, OffloadSample
 from accumo_ros.offload_policies import make_policy
 from accumo_ros.pipeline import DEPTH, ODOMETRY, AccumoPipeline, DepthChoice, PipelineConfig
@@ -177,6 +177,32 @@ def test_a_failed_odometry_offload_restarts_the_chain(data):
     assert pipeline.last_offloads == (None, 0)  # no pose arrived for frame 1
     pipeline.decide()  # frame 2 pairs with the failed frame 1, where the chain restarted
     assert pipeline.odometry_pair(2)[:2] == (1, 2)
+
+
+def test_the_odometry_model_follows_the_odometry_latency(data):
+    s = data.sequence
+    fast = OdometryAccuracyModel(0.01, 0.0)
+    slow = OdometryAccuracyModel(
+        0.02, 0.0, window_frames=56, base_stride=14, raised_stride=28, latency_frames=14
+    )
+    pipeline = AccumoPipeline(
+        s.intrinsics,
+        make_policy('rr', 2),
+        lambda frame, _rgb: data.lite_depth[frame],
+        OdometryModelSet([fast, slow]),
+        initial_pose=data.truth[0],
+        initial_velocity=s.velocities_world[0],
+        latency_frames=(5, 4),
+    )
+    assert pipeline.odometry_model is fast
+    pipeline.add_imu(s.imu_times[0], s.angular_velocity[0], s.linear_acceleration[0])
+    pipeline.begin_frame(0, s.frame_times[0], s.rgb[0])
+    assert pipeline.model_estimates()[ODOMETRY].drop_rate == pytest.approx(0.01 / 4)
+    pipeline.set_latency_frames((14, 15))  # the link slowed down
+    assert pipeline.odometry_model is slow
+    assert pipeline.model_estimates()[ODOMETRY].drop_rate == pytest.approx(0.02 / 14)
+    pipeline.set_latency_frames((5, 4))
+    assert pipeline.odometry_model is fast
 
 
 def _stationary_pipeline(

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
+from rclpy.exceptions import ParameterUninitializedException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
@@ -65,7 +66,13 @@ def parameter_values(node: Node, specs: Sequence[ParamSpec]) -> dict[str, Any]:
     """Return the current value of every parameter in ``specs``."""
     values = {}
     for spec in specs:
-        value = node.get_parameter(spec.name).value
+        try:
+            value = node.get_parameter(spec.name).value
+        except ParameterUninitializedException:
+            # A string array declared by type only and not set: rclpy has no empty default.
+            if not isinstance(spec.default, list):
+                raise
+            value = None
         if value is None and isinstance(spec.default, list):
             value = []
         values[spec.name] = list(value) if isinstance(value, list | tuple) else value
