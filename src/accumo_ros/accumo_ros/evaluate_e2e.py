@@ -190,12 +190,19 @@ def offload_series(decisions: list[dict]) -> dict[str, list[float]]:
     return {'t': times, 'depth_share': shares, 'offloads_per_s': rates}
 
 
-def adaptation_time(decisions: list[dict], halved_at: float | None) -> list[float | None]:
-    """Per task: seconds from the bandwidth change until ``L_j`` first reaches its new level.
+def adaptation_time(
+    decisions: list[dict], halved_at: float | None, fraction: float = 1.0
+) -> list[float | None]:
+    """Per task: seconds from the bandwidth change until ``L_j`` has made ``fraction`` of its step.
 
-    The new level is the median ``L_j`` over the second half of the time after the change;
-    None when there was no change or ``L_j`` never moved.
+    The step goes from the median ``L_j`` over the second half of the time before the change
+    to the median over the second half after it; ``fraction`` 1 is the time until ``L_j``
+    first reaches the new level, 0.5 the half-step rise time (robust to a new level that
+    sits on a rounding border, e.g. 5 or 6 frames). None when there was no change or
+    ``L_j`` never moved.
     """
+    if not 0.0 < fraction <= 1.0:
+        raise ValueError(f'fraction must be in (0, 1], got {fraction}')
     if halved_at is None:
         return [None, None]
     result: list[float | None] = []
@@ -210,7 +217,8 @@ def adaptation_time(decisions: list[dict], halved_at: float | None) -> list[floa
         if new <= old:
             result.append(None)
             continue
-        reached = next((d['t'] for d in after if d['latency_frames'][task] >= new), None)
+        level = old + fraction * (new - old)
+        reached = next((d['t'] for d in after if d['latency_frames'][task] >= level), None)
         result.append(None if reached is None else reached - halved_at)
     return result
 
@@ -329,6 +337,7 @@ def summarise(setup: E2eSetup, record: E2eRecord, sequence: LoadedSequence) -> d
         'offloads': [offloads.count(task) for task in range(len(TASKS))],
         'halved_at_s': record.halved_at,
         'adaptation_s': adaptation_time(record.decisions, record.halved_at),
+        'half_step_s': adaptation_time(record.decisions, record.halved_at, 0.5),
         'solve_time_p99_ms': 1000.0
         * float(np.percentile([d['solve_time_s'] for d in record.decisions], 99)),
     }
@@ -383,9 +392,12 @@ def plot(setup: E2eSetup, record: E2eRecord, path: Path) -> None:
 def report(summary: dict) -> str:
     """Markdown report of one run."""
     s = summary['setup']
-    adaptation = ', '.join(
-        f'{name} {"-" if value is None else f"{value:.2f} s"}'
-        for name, value in zip(TASKS, summary['adaptation_s'], strict=True)
+    adaptation, half_step = (
+        ', '.join(
+            f'{name} {"-" if value is None else f"{value:.2f} s"}'
+            for name, value in zip(TASKS, summary[key], strict=True)
+        )
+        for key in ('adaptation_s', 'half_step_s')
     )
     return '\n'.join(
         [
@@ -411,7 +423,8 @@ def report(summary: dict) -> str:
             f'| depth AbsRel | {summary["depth_abs_rel"]:.4f} |',
             f'| odometry t_err | {summary["odometry_t_err"]:.4f} |',
             f'| offloads (depth, odometry) | {summary["offloads"]} |',
-            f'| L_j adaptation after the bandwidth halved | {adaptation} |',
+            f'| L_j half-step rise after the bandwidth halved | {half_step} |',
+            f'| L_j at its new level after the bandwidth halved | {adaptation} |',
             f'| MPC decision time p99 | {summary["solve_time_p99_ms"]:.2f} ms |',
             '',
         ]

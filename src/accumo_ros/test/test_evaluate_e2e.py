@@ -23,6 +23,12 @@ def test_adaptation_is_the_time_until_the_new_latency_level():
     depth, odometry = adaptation_time(decisions, halved_at=2.0)
     assert depth == pytest.approx(0.5)
     assert odometry == pytest.approx(0.2)
+    # Half the step (3 -> 4.5 and 3 -> 4): depth at 2.5 s, odometry at 2.2 s; a quarter
+    # of it (3.75, 3.5): both at 2.0 s.
+    assert adaptation_time(decisions, 2.0, 0.5) == pytest.approx([0.5, 0.2])
+    assert adaptation_time(decisions, 2.0, 0.25) == pytest.approx([0.0, 0.2])
+    with pytest.raises(ValueError, match='fraction'):
+        adaptation_time(decisions, 2.0, 0.0)
     assert adaptation_time(decisions, halved_at=None) == [None, None]
     # A latency that never rises has no adaptation time.
     flat = _decisions([(3, 3)] * 40, [-1] * 40)
