@@ -33,6 +33,7 @@ setup(
             'sensor_source = bringup.sensor_source_node:main',
             'people_detection = bringup.people_detection_node:main',
             'tracking_monitor = bringup.tracking_monitor_node:main',
+            'follower = bringup.follower_node:main',
             # The whole people-tracking graph in one process, from the launch file's YAML.
             'kapao_tracking = bringup.graph_runner:main',
         ],
