@@ -1,0 +1,359 @@
+# Copyright 2026 The edge_offload authors
+# SPDX-License-Identifier: Apache-2.0
+"""Acceptance test of the people-following app at the level of its pure modules.
+
+A simulated person walks a path; a simulated robot integrates the follower's commands; each
+camera frame goes through the chain localizer -> tracker -> follower. The follower must keep
+the distance within ±0.3 m of its set point after settling, respect its speed and
+acceleration limits, and stop within 0.5 s of the target disappearing and of an emergency
+stop. (A process-level ROS test of the nodes comes later.)
+
+Simulation: 20 Hz control, 10 Hz camera, simulated time, a seeded generator: deterministic.
+
+* Robot: a unicycle (x, y, heading) in the odometry frame that executes each command exactly
+  for one control cycle (an exact arc).
+* Camera: 0.1 m ahead of the base, 0.5 m up, looking forward and pitched up 15° (so a person
+  at the set distance keeps the hips in view); a 320×240 RGB image and a 160×120 depth image
+  registered to it, 70° horizontal field of view.
+* Person: a vertical cylinder (radius 0.2 m, 1.75 m tall) with 17 COCO joints inside it. The
+  depth image is ray-cast against the person, the floor and a background 8 m away, with
+  noise and dropouts; keypoints are the joints' projections with pixel noise, score 0 when
+  out of the image.
+* Results reach the follower one control cycle after the frame was taken (processing). The
+  follower's target is the tracker's target in the robot base frame at the frame's time,
+  stamped with that time; between frames, and in frames where the target's track got no
+  detection, the last target is passed again, so its stamp ages and the follower's
+  staleness rules apply.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import pytest
+
+from bringup.follower import FollowerCommand, FollowerConfig, FollowerState, PersonFollower, Target
+from bringup.person_localizer import CameraIntrinsics, LocalizerConfig, PersonLocalizer
+from bringup.person_tracker import PersonTracker
+
+DT = 0.05  # 20 Hz control
+CAMERA_EVERY = 2  # a frame every other cycle: 10 Hz
+LATENCY_STEPS = 1  # a frame's result reaches the follower one cycle later
+EPS = 1e-9
+FOLLOWER = FollowerConfig()
+# The simulated torso's surface is 0.09 m (shoulders) to 0.17 m (hips) in front of its axis.
+LOCALIZER = LocalizerConfig(body_centre_offset_m=0.15)
+
+WALK_START_S = 4.0  # standing 2.5 m ahead until then, so the robot closes in first
+CURVE_START_S = 12.0
+GONE_S = 24.0  # the person disappears
+SETTLED_S = WALK_START_S + 4.0
+SPEED = 0.5  # m/s
+CURVE_RADIUS = 5.0  # m, to the left
+BODY_RADIUS = 0.2
+BODY_HEIGHT = 1.75
+BACKGROUND_M = 8.0
+
+# COCO joints: (lateral offset to the person's left, height), metres.
+JOINTS = np.array(
+    [
+        (0.0, 1.60),  # nose
+        (0.03, 1.64),  # left eye
+        (-0.03, 1.64),
+        (0.08, 1.62),  # left ear
+        (-0.08, 1.62),
+        (0.18, 1.42),  # left shoulder
+        (-0.18, 1.42),
+        (0.22, 1.12),  # left elbow
+        (-0.22, 1.12),
+        (0.22, 0.85),  # left wrist
+        (-0.22, 0.85),
+        (0.10, 0.95),  # left hip
+        (-0.10, 0.95),
+        (0.10, 0.50),  # left knee
+        (-0.10, 0.50),
+        (0.10, 0.08),  # left ankle
+        (-0.10, 0.08),
+    ]
+)
+
+
+def _pinhole(width: int, height: int, hfov_deg: float) -> CameraIntrinsics:
+    focal = (width / 2.0) / math.tan(math.radians(hfov_deg) / 2.0)
+    k = [focal, 0.0, (width - 1) / 2.0, 0.0, focal, (height - 1) / 2.0, 0.0, 0.0, 1.0]
+    return CameraIntrinsics.from_k(k, width, height)
+
+
+RGB = _pinhole(320, 240, 70.0)
+DEPTH = _pinhole(160, 120, 70.0)
+
+
+def _base_optical() -> np.ndarray:
+    """T_base_optical: the camera's mounting on the robot."""
+    # Optical axes in the base frame (x forward, y left, z up): x right, y down, z forward.
+    optical = np.array([[0.0, 0.0, 1.0], [-1.0, 0.0, 0.0], [0.0, -1.0, 0.0]])
+    pitch = math.radians(15.0)
+    c, s = math.cos(pitch), math.sin(pitch)
+    pitch_up = np.array([[c, 0.0, -s], [0.0, 1.0, 0.0], [s, 0.0, c]])
+    transform = np.eye(4)
+    transform[:3, :3] = pitch_up @ optical
+    transform[:3, 3] = (0.1, 0.0, 0.5)
+    return transform
+
+
+T_BASE_OPTICAL = _base_optical()
+_COLUMNS, _ROWS = np.meshgrid(np.arange(DEPTH.width), np.arange(DEPTH.height))
+# Depth-pixel rays in the optical frame, z = 1: the ray parameter is the z-depth.
+DEPTH_RAYS = DEPTH.ray(np.stack([_COLUMNS + 0.5, _ROWS + 0.5], axis=-1)).reshape(-1, 3)
+
+
+@dataclass(frozen=True)
+class PersonState:
+    x: float
+    y: float
+    heading: float
+    visible: bool
+
+
+def walker(t: float) -> PersonState:
+    """Stand 2.5 m ahead, walk straight at 0.5 m/s, then a gentle curve left; then vanish."""
+    walked = max(0.0, t - WALK_START_S) * SPEED
+    straight = (CURVE_START_S - WALK_START_S) * SPEED
+    visible = t < GONE_S
+    if walked <= straight:
+        return PersonState(2.5 + walked, 0.0, 0.0, visible)
+    angle = (walked - straight) / CURVE_RADIUS
+    return PersonState(
+        2.5 + straight + CURVE_RADIUS * math.sin(angle),
+        CURVE_RADIUS * (1.0 - math.cos(angle)),
+        angle,
+        visible,
+    )
+
+
+@dataclass
+class Robot:
+    x: float = 0.0
+    y: float = 0.0
+    heading: float = 0.0
+
+    def t_odom_base(self) -> np.ndarray:
+        c, s = math.cos(self.heading), math.sin(self.heading)
+        transform = np.eye(4)
+        transform[:2, :2] = [[c, -s], [s, c]]
+        transform[:2, 3] = (self.x, self.y)
+        return transform
+
+    def to_base(self, point: np.ndarray) -> tuple[float, float]:
+        """Return an odometry-frame ground point in the base frame."""
+        dx, dy = point[0] - self.x, point[1] - self.y
+        c, s = math.cos(self.heading), math.sin(self.heading)
+        return c * dx + s * dy, -s * dx + c * dy
+
+    def drive(self, linear: float, angular: float) -> None:
+        if abs(angular) < 1e-12:
+            self.x += linear * DT * math.cos(self.heading)
+            self.y += linear * DT * math.sin(self.heading)
+            return
+        heading = self.heading + angular * DT
+        self.x += linear / angular * (math.sin(heading) - math.sin(self.heading))
+        self.y -= linear / angular * (math.cos(heading) - math.cos(self.heading))
+        self.heading = heading
+
+
+def _camera_frame(
+    person: PersonState, t_odom_optical: np.ndarray, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """Render the keypoints (17, 3) and the depth image the camera sees."""
+    rotation, camera = t_odom_optical[:3, :3], t_odom_optical[:3, 3]
+    directions = DEPTH_RAYS @ rotation.T  # odometry frame, one per depth pixel
+    with np.errstate(divide='ignore', invalid='ignore'):
+        floor = np.where(directions[:, 2] < 0.0, -camera[2] / directions[:, 2], np.inf)
+    depth = np.minimum(floor, BACKGROUND_M)
+    keypoints = np.zeros((17, 3))
+    if person.visible:
+        # Ray against the vertical cylinder: |c + t·d - p|² = r² on the ground plane.
+        offset = camera[:2] - (person.x, person.y)
+        a = np.sum(directions[:, :2] ** 2, axis=1)
+        b = 2.0 * directions[:, :2] @ offset
+        c = offset @ offset - BODY_RADIUS**2
+        discriminant = b * b - 4.0 * a * c
+        with np.errstate(invalid='ignore', divide='ignore'):
+            t = (-b - np.sqrt(discriminant)) / (2.0 * a)
+        height = camera[2] + t * directions[:, 2]
+        hit = (discriminant >= 0.0) & (t > 0.0) & (height >= 0.0) & (height <= BODY_HEIGHT)
+        depth = np.where(hit & (t < depth), t, depth)
+
+        left = np.array([-math.sin(person.heading), math.cos(person.heading)])
+        joints = np.empty((17, 3))
+        joints[:, :2] = np.array([person.x, person.y]) + JOINTS[:, :1] * left
+        joints[:, 2] = JOINTS[:, 1]
+        in_optical = (joints - camera) @ rotation  # Rᵀ(p - c), row by row
+        pixels = RGB.pixel(in_optical) + rng.normal(0.0, 1.0, (17, 2))
+        seen = RGB.contains(pixels)
+        keypoints[seen, :2] = pixels[seen]
+        keypoints[seen, 2] = 0.9
+    depth = depth + rng.normal(0.0, 0.02, depth.shape)
+    depth[rng.random(depth.shape) < 0.05] = 0.0  # dropouts
+    return keypoints, depth.reshape(DEPTH.height, DEPTH.width)
+
+
+@dataclass
+class Run:
+    times: list[float] = field(default_factory=list)
+    commands: list[FollowerCommand] = field(default_factory=list)
+    distances: list[float] = field(default_factory=list)  # true, base to the person's axis
+    localization_errors: list[float] = field(default_factory=list)  # m, on the ground plane
+    last_seen_s: float | None = None  # stamp of the last frame whose detection hit the target
+    robot: Robot = field(default_factory=Robot)
+
+
+def simulate(
+    duration_s: float,
+    person_at: Callable[[float], PersonState] = walker,
+    estop_at: Callable[[float], bool] = lambda t: False,
+    seed: int = 5,
+) -> Run:
+    """Run the chain for ``duration_s`` of simulated time; return what happened."""
+    rng = np.random.default_rng(seed)
+    localizer = PersonLocalizer(LOCALIZER)
+    tracker = PersonTracker()
+    follower = PersonFollower(FOLLOWER)
+    run = Run()
+    robot = run.robot
+    target: Target | None = None
+    pending: list[tuple[int, Target]] = []  # (step it reaches the follower, target)
+    for step in range(round(duration_s / DT)):
+        now = step * DT
+        person = person_at(now)
+        if step % CAMERA_EVERY == 0:
+            t_odom_optical = robot.t_odom_base() @ T_BASE_OPTICAL
+            keypoints, depth = _camera_frame(person, t_odom_optical, rng)
+            result = localizer.localize(keypoints, depth, RGB, DEPTH)
+            detections = []
+            if result.ok:
+                odom = localizer.to_odom(result.location, t_odom_optical)
+                detections.append(odom.detection())
+                truth = np.array([person.x, person.y])
+                run.localization_errors.append(float(np.linalg.norm(odom.ground_position - truth)))
+            tracker.update(now, detections, robot_position=(robot.x, robot.y))
+            track = tracker.target
+            # Only a detection of the target is a new observation: a coasting track is not.
+            if track is not None and track.time_since_update_s == 0.0:
+                x, y = robot.to_base(track.position)
+                pending.append((step + LATENCY_STEPS, Target(x, y, stamp=now)))
+                run.last_seen_s = now
+        while pending and pending[0][0] <= step:
+            target = pending.pop(0)[1]
+        command = follower.update(now, target, estop=estop_at(now), link_ok=True, detector_ok=True)
+        run.times.append(now)
+        run.commands.append(command)
+        run.distances.append(math.hypot(person.x - robot.x, person.y - robot.y))
+        robot.drive(command.linear, command.angular)
+    return run
+
+
+def assert_within_limits(run: Run, cfg: FollowerConfig = FOLLOWER) -> None:
+    """Speeds within bounds; speeding up and braking within the limits, except at an estop.
+
+    No reversal without passing through zero.
+    """
+    previous = FollowerCommand(0.0, 0.0, FollowerState.NO_TARGET)
+    for now, command in zip(run.times, run.commands, strict=True):
+        assert -cfg.max_reverse - EPS <= command.linear <= cfg.max_linear + EPS, now
+        assert abs(command.angular) <= cfg.max_angular + EPS, now
+        for before, after, accel, decel in (
+            (previous.linear, command.linear, cfg.max_linear_accel, cfg.stop_decel_linear),
+            (previous.angular, command.angular, cfg.max_angular_accel, cfg.stop_decel_angular),
+        ):
+            assert before * after >= 0.0, (now, before, after)
+            if abs(after) > abs(before):
+                assert abs(after) - abs(before) <= accel * DT + EPS, (now, before, after)
+            elif command.state != FollowerState.ESTOP:  # an estop stops at once
+                assert abs(before) - abs(after) <= decel * DT + EPS, (now, before, after)
+        previous = command
+
+
+@functools.cache
+def walk_run() -> Run:
+    return simulate(GONE_S + 3.0)
+
+
+def test_chain_keeps_the_set_distance_within_limits():
+    run = walk_run()
+    times = np.array(run.times)
+    distances = np.array(run.distances)
+
+    # The chain sees the person: almost every frame localizes them, near the truth.
+    frames = round(GONE_S / (CAMERA_EVERY * DT))
+    assert len(run.localization_errors) >= 0.95 * frames
+    assert np.median(run.localization_errors) <= 0.05
+    assert max(run.localization_errors) <= 0.15
+    # Standing: the robot closes in to the set distance.
+    standing = (times > WALK_START_S - 1.0) & (times < WALK_START_S)
+    assert np.all(np.abs(distances[standing] - FOLLOWER.set_distance_m) <= 0.1)
+    # Walking, straight and on the curve, after settling: within ±0.3 m at every step.
+    settled = (times >= SETTLED_S) & (times < GONE_S)
+    errors = distances[settled] - FOLLOWER.set_distance_m
+    assert np.max(np.abs(errors)) <= 0.3, (np.min(errors), np.max(errors))
+    states = {run.commands[i].state for i in np.flatnonzero(settled)}
+    assert states <= {FollowerState.FOLLOWING, FollowerState.HOLDING}
+    # It followed the curve: the robot turned most of the person's 1.2 rad.
+    assert run.robot.heading >= 0.8
+    assert max(c.linear for c in run.commands) >= SPEED
+    assert_within_limits(run)
+
+
+def test_robot_stops_within_half_a_second_of_losing_the_person():
+    run = walk_run()
+    # The last frame that saw the person is the last before they vanished.
+    assert GONE_S - CAMERA_EVERY * DT <= run.last_seen_s < GONE_S
+    deadline = run.last_seen_s + FOLLOWER.max_stop_time_s
+    after = [c for t, c in zip(run.times, run.commands, strict=True) if t >= deadline]
+    assert len(after) >= 2.0 / DT  # and stays stopped for the rest of the run
+    assert all(c.linear == 0.0 and c.angular == 0.0 for c in after)
+    assert all(c.state in (FollowerState.TARGET_STALE, FollowerState.NO_TARGET) for c in after)
+    # It was moving when the person vanished: the stop is the follower's doing.
+    moving = [c for t, c in zip(run.times, run.commands, strict=True) if t == run.last_seen_s]
+    assert moving[0].linear >= 0.3
+
+
+ESTOP_PRESSED_S = 15.0
+ESTOP_RELEASED_S = 17.0
+
+
+def test_emergency_stop_stops_on_the_next_cycle_and_holds():
+    run = simulate(20.0, estop_at=lambda t: ESTOP_PRESSED_S <= t < ESTOP_RELEASED_S)
+    times = np.array(run.times)
+    first = int(np.flatnonzero(times >= ESTOP_PRESSED_S)[0])
+    assert run.commands[first - 1].linear >= 0.3  # following at speed when pressed
+
+    pressed = [
+        c
+        for t, c in zip(run.times, run.commands, strict=True)
+        if ESTOP_PRESSED_S <= t < ESTOP_RELEASED_S
+    ]
+    assert len(pressed) == round((ESTOP_RELEASED_S - ESTOP_PRESSED_S) / DT)
+    # Zero on the very cycle the stop is seen (well within 0.5 s), and while it is held.
+    assert all(c.linear == 0.0 and c.angular == 0.0 for c in pressed)
+    assert all(c.state == FollowerState.ESTOP for c in pressed)
+    # After the release it follows again once a fresh observation comes in.
+    resumed = [
+        t
+        for t, c in zip(run.times, run.commands, strict=True)
+        if t >= ESTOP_RELEASED_S and c.state == FollowerState.FOLLOWING
+    ]
+    assert resumed
+    assert resumed[0] <= ESTOP_RELEASED_S + 0.5
+    assert_within_limits(run)
+
+
+def test_chain_is_deterministic():
+    first = simulate(3.0)
+    second = simulate(3.0)
+    assert first.commands == second.commands
+    assert first.commands[-1].linear != pytest.approx(0.0)
