@@ -23,7 +23,6 @@ blocks the executor. Times are the node clock's (``use_sim_time`` works with bag
 
 from __future__ import annotations
 
-import math
 import sys
 
 import numpy as np
@@ -31,6 +30,7 @@ from geometry_msgs.msg import PointStamped, Twist
 from nav_msgs.msg import Odometry
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from scipy.spatial.transform import Rotation
 from std_msgs.msg import Bool, String
 
 from bringup.follower import FollowerConfig, FollowerState, PersonFollower, Target
@@ -124,19 +124,10 @@ def _seconds(stamp) -> float:  # noqa: ANN001
 def base_from_odometry(point_odom: np.ndarray, odometry: Odometry) -> np.ndarray:
     """Return ``point_odom`` (3,) in the robot base frame given the robot's ``odometry`` pose."""
     q = odometry.pose.pose.orientation
-    # Rotation matrix of the unit quaternion (x, y, z, w): base -> odom.
-    x, y, z, w = q.x, q.y, q.z, q.w
-    norm = math.sqrt(x * x + y * y + z * z + w * w)
-    if not math.isfinite(norm) or norm < 1e-9:
+    quaternion = np.array([q.x, q.y, q.z, q.w])  # ROS order; scipy normalises it
+    if not np.all(np.isfinite(quaternion)) or np.linalg.norm(quaternion) < 1e-9:
         raise ValueError('odometry orientation is not a rotation (zero or non-finite quaternion)')
-    x, y, z, w = x / norm, y / norm, z / norm, w / norm
-    rotation = np.array(
-        [
-            [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-            [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-            [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
-        ]
-    )
+    rotation = Rotation.from_quat(quaternion).as_matrix()  # base -> odom
     p = odometry.pose.pose.position
     return rotation.T @ (np.asarray(point_odom, dtype=np.float64) - np.array([p.x, p.y, p.z]))
 

@@ -188,7 +188,8 @@ class TrackerConfig:
         return -2.0 * math.log1p(-self.gate_probability)
 
 
-@dataclass(frozen=True)
+# eq=False: ndarray fields make the generated __eq__ ambiguous; identity it is.
+@dataclass(frozen=True, eq=False)
 class Detection:
     """One person seen in one cycle: ground-plane position (m, odometry frame).
 
@@ -234,7 +235,8 @@ class Detection:
         object.__setattr__(self, 'covariance', covariance)
 
 
-@dataclass(frozen=True)
+# eq=False: ndarray fields make the generated __eq__ ambiguous; identity it is.
+@dataclass(frozen=True, eq=False)
 class Track:
     """A read-only view of one track at the tracker's current time (copies, not live).
 
