@@ -40,10 +40,14 @@ def _relay_round_trip(ros_context, ros_executor, ros_processes, message_type, me
         assert wait_for_publishers(ros_executor, subscription, timeout_s=20.0), (
             'relay never advertised:\n' + ros_processes.output(relay)
         )
-        publisher.publish(message)
-        assert spin_until(ros_executor, lambda: received, timeout_s=10.0), (
-            'no message came back:\n' + ros_processes.output(relay)
-        )
+        # Seeing the relay's endpoints does not mean the relay has matched ours yet
+        # (discovery runs on both sides): a single message could be echoed to no reader.
+        # So send again each second until one comes back.
+        for _ in range(10):
+            publisher.publish(message)
+            if spin_until(ros_executor, lambda: received, timeout_s=1.0):
+                break
+        assert received, 'no message came back:\n' + ros_processes.output(relay)
         return received[0]
     finally:
         node.destroy_node()
