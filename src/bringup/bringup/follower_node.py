@@ -24,12 +24,14 @@ blocks the executor. Times are the node clock's (``use_sim_time`` works with bag
 from __future__ import annotations
 
 import sys
+from dataclasses import fields
 
 import numpy as np
 from geometry_msgs.msg import PointStamped, Twist
 from nav_msgs.msg import Odometry
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.time import Time
 from scipy.spatial.transform import Rotation
 from std_msgs.msg import Bool, String
 
@@ -99,26 +101,14 @@ PARAMETERS = (
 )
 
 # Fields of FollowerConfig that come straight from parameters of the same name.
-_CONFIG_FIELDS = (
-    'set_distance_m',
-    'set_bearing_rad',
-    'k_linear',
-    'k_angular',
-    'max_linear',
-    'max_reverse',
-    'max_angular',
-    'max_linear_accel',
-    'max_angular_accel',
-    'stop_decel_linear',
-    'stop_decel_angular',
-    'target_timeout_s',
-    'max_stop_time_s',
+_CONFIG_FIELDS = tuple(
+    field.name for field in fields(FollowerConfig) if field.name in {p.name for p in PARAMETERS}
 )
 BAD_INPUT = 'bad_input'
 
 
-def _seconds(stamp) -> float:  # noqa: ANN001
-    return stamp.sec + stamp.nanosec * 1e-9
+def _seconds(stamp) -> float:  # noqa: ANN001 - builtin_interfaces/Time
+    return Time.from_msg(stamp).nanoseconds * 1e-9
 
 
 def base_from_odometry(point_odom: np.ndarray, odometry: Odometry) -> np.ndarray:
