@@ -34,6 +34,9 @@ setup(
             'people_detection = bringup.people_detection_node:main',
             'tracking_monitor = bringup.tracking_monitor_node:main',
             'follower = bringup.follower_node:main',
+            'bag_recorder = bringup.bag_recorder_node:main',
+            'bag_evaluate = bringup.bag_evaluator:main',
+            'people_tracker = bringup.people_tracker_node:main',
             # The whole people-tracking graph in one process, from the launch file's YAML.
             'kapao_tracking = bringup.graph_runner:main',
         ],
