@@ -1,19 +1,23 @@
 # Copyright 2026 The edge_offload authors
 # SPDX-License-Identifier: Apache-2.0
-r"""People tracking on the robot: camera -> offloaded people detection -> people and markers.
+r"""People following on the robot: camera -> offloaded keypoints -> depth -> tracker -> cmd_vel.
 
     ros2 launch bringup kapao_tracking.launch.py
     ros2 launch bringup kapao_tracking.launch.py source:=video start_edge_server:=true \
-        uri:=/usr/share/doc/opencv-doc/examples/data/vtest.avi
-    ros2 launch bringup kapao_tracking.launch.py mode:=local rviz:=true
+        uri:=/usr/share/doc/opencv-doc/examples/data/vtest.avi follow:=false
+    ros2 launch bringup kapao_tracking.launch.py mode:=lopinfer rviz:=true
+    ros2 launch bringup kapao_tracking.launch.py depth_source:=rgbd record_bag:=~/runs/run1
 
 Nodes: ``sensor_source`` (camera, video, image folder, bag or synthetic frames),
 ``offload_bridge`` (lifecycle; the offloading modes and the link monitor),
 ``people_detection`` (one ``Offload`` goal per frame), ``tracking_monitor`` (status line
-and optional recording), optionally ``edge_server`` (lifecycle; for single-machine runs;
-the edge machine uses ``edge_server.launch.py``) and RViz. Every node reads its parameters
-from ``params_file`` (``config/kapao_tracking.yaml``), the same file the in-process runner
-``kapao_tracking`` reads; the arguments below override single parameters.
+and optional recording); with ``follow`` (the default) ``accumo_scheduler`` (AccuMO depth
+and odometry, when ``depth_source`` is ``accumo``), ``people_tracker`` (localizer and
+tracker) and ``follower`` (``cmd_vel``); optionally ``bag_recorder`` (``record_bag``),
+``edge_server`` (lifecycle; for single-machine runs; the edge machine uses
+``edge_server.launch.py``) and RViz. Every node reads its parameters from ``params_file``
+(``config/kapao_tracking.yaml``), the same file the in-process runner ``kapao_tracking``
+reads; the arguments below override single parameters.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from ament_index_python.packages import get_package_share_directory
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument
 from launch.conditions import IfCondition
-from launch.substitutions import LaunchConfiguration
+from launch.substitutions import LaunchConfiguration, PythonExpression
 from launch_ros.actions import LifecycleNode, Node
 from launch_ros.parameter_descriptions import ParameterValue
 
@@ -53,8 +57,8 @@ def generate_launch_description() -> LaunchDescription:
         DeclareLaunchArgument(
             'mode',
             default_value='nnto',
-            description='Offloading mode of the bridge: local, nnto (per_op, rrto, '
-            'layer_split, lopinfer where installed)',
+            description='Offloading mode of the people model: local, nnto, per_op, rrto, '
+            'layer_split or lopinfer (the bridge falls back to local when the server fails)',
         ),
         DeclareLaunchArgument(
             'model',
@@ -76,6 +80,23 @@ def generate_launch_description() -> LaunchDescription:
             'record_path',
             default_value='',
             description="Video file for the annotated frames; '' = no recording",
+        ),
+        DeclareLaunchArgument(
+            'follow',
+            default_value='true',
+            description='Start the tracker and the follower (cmd_vel); false: detection only',
+        ),
+        DeclareLaunchArgument(
+            'depth_source',
+            default_value='accumo',
+            description='Depth for the tracker: accumo (AccuMO scheduler, which also gives '
+            'odometry) or rgbd (depth_camera/image and the robot odometry on odometry)',
+        ),
+        DeclareLaunchArgument(
+            'record_bag',
+            default_value='',
+            description="New folder for a rosbag2 of the run's topics (bag_recorder, metrics "
+            "next to it as <folder>.metrics.json); '' = no bag",
         ),
         DeclareLaunchArgument(
             'rviz', default_value='false', description='Start RViz with the tracking view'
@@ -137,6 +158,54 @@ def generate_launch_description() -> LaunchDescription:
         output='screen',
         additional_env=buffered,
     )
+    follow = LaunchConfiguration('follow')
+    depth_source = LaunchConfiguration('depth_source')
+    record_bag = LaunchConfiguration('record_bag')
+    scheduler = Node(
+        package='accumo_ros',
+        executable='accumo_scheduler',
+        name='accumo_scheduler',
+        parameters=[params_file],
+        arguments=log_arguments,
+        output='screen',
+        additional_env=buffered,
+        condition=IfCondition(
+            PythonExpression(["'", follow, "' == 'true' and '", depth_source, "' == 'accumo'"])
+        ),
+    )
+    tracker = Node(
+        package='bringup',
+        executable='people_tracker',
+        name='people_tracker',
+        parameters=[params_file, {'depth_source': depth_source}],
+        arguments=log_arguments,
+        output='screen',
+        additional_env=buffered,
+        condition=IfCondition(follow),
+    )
+    follower = Node(
+        package='bringup',
+        executable='follower',
+        name='follower',
+        parameters=[params_file],
+        arguments=log_arguments,
+        output='screen',
+        additional_env=buffered,
+        condition=IfCondition(follow),
+    )
+    recorder = Node(
+        package='bringup',
+        executable='bag_recorder',
+        name='bag_recorder',
+        parameters=[
+            params_file,
+            {'output_dir': record_bag, 'metrics_file': [record_bag, '.metrics.json']},
+        ],
+        arguments=log_arguments,
+        output='screen',
+        additional_env=buffered,
+        condition=IfCondition(PythonExpression(["'", record_bag, "' != ''"])),
+    )
     start_server = IfCondition(LaunchConfiguration('start_edge_server'))
     server = LifecycleNode(
         package='edge_offload',
@@ -166,6 +235,10 @@ def generate_launch_description() -> LaunchDescription:
             source,
             detection,
             monitor,
+            scheduler,
+            tracker,
+            follower,
+            recorder,
             rviz,
             *configure_then_activate(server, condition=start_server),
             *configure_then_activate(bridge),

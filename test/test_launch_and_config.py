@@ -79,7 +79,15 @@ def test_offload_bridge_yaml_matches_the_node_and_validates():
 
 
 def test_kapao_tracking_yaml_names_exactly_the_parameters_of_each_node():
-    from bringup import people_detection_node, sensor_source_node, tracking_monitor_node
+    from accumo_ros import scheduler_node
+    from bringup import (
+        bag_recorder_node,
+        follower_node,
+        people_detection_node,
+        people_tracker_node,
+        sensor_source_node,
+        tracking_monitor_node,
+    )
 
     document = yaml.safe_load((ROOT / 'config' / 'kapao_tracking.yaml').read_text())
     nodes = {
@@ -88,6 +96,10 @@ def test_kapao_tracking_yaml_names_exactly_the_parameters_of_each_node():
         'people_detection': people_detection_node.PARAMETERS,
         'tracking_monitor': tracking_monitor_node.PARAMETERS,
         'edge_server': edge_server_node.PARAMETERS,
+        'accumo_scheduler': scheduler_node.PARAMETERS,
+        'people_tracker': people_tracker_node.PARAMETERS,
+        'follower': follower_node.PARAMETERS,
+        'bag_recorder': bag_recorder_node.PARAMETERS,
     }
     assert set(document) == set(nodes)
     for name, specs in nodes.items():
@@ -109,6 +121,18 @@ def test_kapao_tracking_yaml_names_exactly_the_parameters_of_each_node():
     model = document['people_detection']['ros__parameters']['model']
     assert model in document['offload_bridge']['ros__parameters']['models']
     assert model in document['edge_server']['ros__parameters']['models']
+    # ... and the scheduler's models, offloaded and run locally on failure.
+    accumo_models = {'accumo_depth', 'accumo_odometry', 'accumo_depth_odometry'}
+    assert accumo_models <= set(document['offload_bridge']['ros__parameters']['models'])
+    assert accumo_models <= set(document['edge_server']['ros__parameters']['models'])
+    # The recorder's default topics are the documented run topics.
+    topics = document['bag_recorder']['ros__parameters']['topics']
+    assert topics == [f'{name.lstrip("/")}:{kind}' for name, kind in bag_recorder_node.RUN_TOPICS]
+    # The graph's shared settings agree between the nodes that use them.
+    tracker = document['people_tracker']['ros__parameters']
+    scheduler = document['accumo_scheduler']['ros__parameters']
+    assert tracker['odom_frame'] == scheduler['odom_frame']
+    assert tracker['base_frame'] == scheduler['base_frame']
 
 
 def test_accumo_scheduler_yaml_names_exactly_the_parameters_of_the_node():
@@ -124,3 +148,36 @@ def test_accumo_scheduler_yaml_names_exactly_the_parameters_of_the_node():
     # refit with stale numbers.
     for key in ('lite_drop_slope', 'lite_drop_offset'):
         assert params[key] == defaults[key], key
+
+
+def _published_topics() -> set[str]:
+    """Return the topic names of every ``create_publisher(Type, 'name', ...)`` in src/."""
+    topics = set()
+    for path in (ROOT / 'src').glob('*/*/*.py'):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (
+                isinstance(node, ast.Call)
+                and getattr(node.func, 'attr', '') == 'create_publisher'
+                and len(node.args) >= 2
+                and isinstance(node.args[1], ast.Constant)
+            ):
+                topics.add('/' + node.args[1].value.lstrip('/'))
+    return topics
+
+
+def test_rviz_config_shows_topics_the_nodes_publish_in_the_odometry_frame():
+    document = yaml.safe_load((ROOT / 'rviz' / 'kapao_tracking.rviz').read_text())
+    manager = document['Visualization Manager']
+    assert manager['Global Options']['Fixed Frame'] == 'odom'
+    topics = {display['Topic']['Value'] for display in manager['Displays'] if 'Topic' in display}
+    expected = {
+        '/people/annotated',
+        '/people/markers',
+        '/tracks/markers',
+        '/target',
+        '/odometry',
+        '/depth',
+        '/depth/points',
+    }
+    assert topics == expected
+    assert topics <= _published_topics()
