@@ -3,6 +3,7 @@
 """``bag_evaluate``: compute a recorded run's metrics from its bag, offline.
 
     bag_evaluate BAG --out DIR [--check METRICS_JSON] [--no-plots] [--namespace NS]
+    bag_evaluate BAG --out DIR --replay [--rate realtime|max] [--graph-args '--follow ...']
 
 Reads a rosbag2 bag (a folder, or an ``.mcap``/``.db3`` file; sqlite3 and MCAP) with
 ``rosbags``, takes each message's log time as its receive time, and computes
@@ -15,12 +16,19 @@ with ``metrics_file``): prints ``reproduced`` and exits 0 when equal, else print
 differing keys and exits 1. A missing or unreadable bag (or check file) exits 2.
 Messages of types that cannot be imported are counted but not analysed (one warning
 per type). A progress bar shows on a terminal (``--quiet`` hides it).
+
+With ``--replay`` it first plays the bag's recorded inputs (``/image_raw``,
+``/camera_info``, ``/imu``) through the graph (:mod:`bringup.graph_runner`, the launch
+file's nodes in one process) at the recorded pace or as fast as possible, records what
+the graph computes now into ``DIR/replay_bag`` (with ``DIR/replay_bag.metrics.json``) and
+evaluates that bag: the same run under another mode, model or link, offline.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from pathlib import Path
 
@@ -89,7 +97,52 @@ def build_parser() -> argparse.ArgumentParser:
         '--namespace', default='', help="the run's ROS namespace (topics are relative to it)"
     )
     parser.add_argument('--quiet', action='store_true', help='no progress bar')
+    replay = parser.add_argument_group(
+        'replay',
+        "re-run the bag's camera (and IMU) through the graph (kapao_tracking), record what it "
+        'computes now in OUT/replay_bag and evaluate that',
+    )
+    replay.add_argument('--replay', action='store_true', help='replay through the graph')
+    replay.add_argument(
+        '--rate', choices=('realtime', 'max'), default='realtime',
+        help='realtime keeps the recorded timing; max plays as fast as possible',
+    )  # fmt: skip
+    replay.add_argument(
+        '--graph-args', default='', metavar='ARGS',
+        help="further kapao_tracking options, e.g. '--follow --start-edge-server "
+        "--keys-dir keys --mode lopinfer'",
+    )  # fmt: skip
     return parser
+
+
+def replay_bag(bag: Path, out: Path, rate: str, graph_args: list[str]) -> Path:
+    """Run ``bag``'s inputs through the graph, recording to ``out/replay_bag``; return it."""
+    from rosbags.rosbag2 import Reader
+
+    from bringup import graph_runner  # rclpy and the nodes: only for replays
+    from bringup.bag_recorder_node import INPUT_TOPICS
+
+    if not bag.is_dir():
+        raise BagError(f'bag {bag} is not a bag folder')
+    recorded = out / 'replay_bag'
+    if recorded.exists():
+        raise BagError(f'{recorded} exists: choose another --out')
+    out.mkdir(parents=True, exist_ok=True)
+    with Reader(bag) as reader:
+        topics = {connection.topic for connection in reader.connections}
+    inputs = [topic if topic in topics else '' for topic, _ in INPUT_TOPICS]
+    if not inputs[0]:
+        raise BagError(f'bag {bag} has no {INPUT_TOPICS[0][0]} to replay')
+    code = graph_runner.main(
+        [
+            '--source', 'bag', '--uri', str(bag), '--bag-topics', ','.join(inputs),
+            '--rate-mode', rate, '--reliable-sensor-qos', '--record-bag', str(recorded),
+            *graph_args,
+        ]
+    )  # fmt: skip
+    if code != 0:
+        raise BagError(f'the graph failed on {bag} (exit code {code}); see its log above')
+    return recorded
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -104,7 +157,10 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     progress = not args.quiet and sys.stderr.isatty()
     try:
-        run = evaluate_bag(args.bag, namespace=args.namespace, progress=progress)
+        bag = args.bag
+        if args.replay:
+            bag = replay_bag(bag, args.out, args.rate, shlex.split(args.graph_args))
+        run = evaluate_bag(bag, namespace=args.namespace, progress=progress)
     except BagError as error:
         print(f'{PROG}: {error}', file=sys.stderr)
         return 2

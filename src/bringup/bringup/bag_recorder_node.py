@@ -127,6 +127,12 @@ PARAMETERS = (
         '',
         "Run metrics JSON written when the bag is closed (and a CSV next to it); '' = none.",
     ),
+    ParamSpec(
+        'reliable_sensor_qos',
+        False,
+        'Record image_raw, camera_info and imu reliably (replays of files and bags, where the '
+        'source publishes reliably); default: the sensor-data QoS, as the graph subscribes.',
+    ),
 )
 
 
@@ -251,9 +257,12 @@ def _describe(error: BaseException) -> str:
     return f'{type(error).__name__}: {error}'
 
 
-def _qos(topic: str) -> QoSProfile:
+def _qos(topic: str, reliable_sensors: bool = False) -> QoSProfile:
     name = topic.lstrip('/')
     if name in SENSOR_TOPICS:
+        if reliable_sensors:
+            # Deeper than the graph's queues: the writer thread, not DDS, absorbs bursts.
+            return QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
         return qos_profile_sensor_data
     durability = DurabilityPolicy.TRANSIENT_LOCAL if name in LATCHED_TOPICS else None
     profile = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
@@ -327,7 +336,7 @@ class BagRecorderNode(Node):
                 classes[msgtype],
                 topic,
                 functools.partial(self._enqueue, index),
-                _qos(topic),
+                _qos(topic, config['reliable_sensor_qos']),
                 raw=True,
             )
         self._recording = True

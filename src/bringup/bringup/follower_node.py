@@ -125,8 +125,8 @@ def base_from_odometry(point_odom: np.ndarray, odometry: Odometry) -> np.ndarray
 class FollowerNode(Node):
     """Timer-driven wrapper of :class:`bringup.follower.PersonFollower`."""
 
-    def __init__(self) -> None:
-        super().__init__('follower')
+    def __init__(self, **kwargs) -> None:  # noqa: ANN003 - rclpy Node options
+        super().__init__('follower', **kwargs)
         declare_parameters(self, PARAMETERS)
         self._config = config = parameter_values(self, PARAMETERS)
         try:

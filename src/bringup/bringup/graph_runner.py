@@ -7,6 +7,12 @@ one ``MultiThreadedExecutor`` (the standard ROS 2 pattern for Python composition
 how the graph runs where ``ros2 launch`` is not installed, and the README's main job:
 
     kapao_tracking --source video --uri vtest.avi --start-edge-server --record out.mp4
+    kapao_tracking --source bag --uri run1 --follow --record-bag replay1
+
+``--follow`` adds the following chain (AccuMO scheduler with ``--depth-source accumo``,
+people tracker, follower), as the launch file's ``follow:=true`` does; ``--record-bag``
+writes the run's topics to a new bag with its metrics next to it (``<bag>.metrics.json``,
+which ``bag_evaluate <bag> --check`` reproduces).
 
 The options mirror the launch arguments. ``--keys-dir`` makes CURVE keys for the bridge and
 the local edge server when they are missing (single-machine runs). With a finite source
@@ -31,7 +37,11 @@ from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
+from accumo_ros.scheduler_node import AccumoSchedulerNode
+from bringup.bag_recorder_node import BagRecorderNode
+from bringup.follower_node import FollowerNode
 from bringup.people_detection_node import PeopleDetectionNode
+from bringup.people_tracker_node import PeopleTrackerNode
 from bringup.sensor_source_node import SensorSourceNode
 from bringup.tracking_monitor_node import TrackingMonitorNode
 from edge_offload.assets import AssetMissingError, asset_path
@@ -88,7 +98,29 @@ def build_parser() -> argparse.ArgumentParser:
         help='use (and create when missing) CURVE keys in this folder for bridge and server',
     )  # fmt: skip
     parser.add_argument('--record', default=None, help='write the annotated frames to a video')
+    parser.add_argument(
+        '--follow', action='store_true',
+        help='also run the following chain: AccuMO scheduler (depth source accumo), people '
+        'tracker and follower (cmd_vel)',
+    )  # fmt: skip
+    parser.add_argument(
+        '--depth-source', choices=('accumo', 'rgbd'), default=None,
+        help="the tracker's depth (default: the parameter file)",
+    )  # fmt: skip
+    parser.add_argument(
+        '--record-bag', type=Path, default=None,
+        help="write the run's topics to this new rosbag2 folder, metrics to <folder>.metrics.json",
+    )  # fmt: skip
     parser.add_argument('--max-frames', type=int, default=None, help='stop after N frames')
+    parser.add_argument(
+        '--rate-mode', choices=('realtime', 'fixed', 'max'), default=None,
+        help='realtime follows the source stamps, max is as fast as possible (default: the '
+        'parameter file)',
+    )  # fmt: skip
+    parser.add_argument(
+        '--bag-topics', default=None, metavar='IMAGE[,CAMERA_INFO[,IMU]]',
+        help='the topics a bag source plays (a recorded run has more than one image topic)',
+    )  # fmt: skip
     parser.add_argument(
         '--reliable-sensor-qos', action='store_true', default=None,
         help='deliver every frame (replays of files and bags); default: sensor-data QoS',
@@ -142,6 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     spin_thread = threading.Thread(target=executor.spin, name='executor', daemon=True)
     exit_code = 0
     monitor: TrackingMonitorNode | None = None
+    recorder: BagRecorderNode | None = None
     try:
         if args.start_edge_server:
             server = EdgeServerNode(
@@ -149,6 +182,8 @@ def main(argv: list[str] | None = None) -> int:
                     {
                         'secret_key_file': keys.get('server_secret'),
                         'authorized_clients_dir': keys.get('authorized'),
+                        # The bridge's endpoint is where the local server listens.
+                        'endpoint': args.server_endpoint,
                     }
                 )
             )
@@ -179,6 +214,27 @@ def main(argv: list[str] | None = None) -> int:
         nodes.append(detection)
         monitor = TrackingMonitorNode(parameter_overrides=_overrides({'record_path': args.record}))
         nodes.append(monitor)
+        if args.follow:
+            tracker = PeopleTrackerNode(
+                parameter_overrides=_overrides({'depth_source': args.depth_source})
+            )
+            nodes.append(tracker)
+            if tracker.depth_source == 'accumo':
+                nodes.append(AccumoSchedulerNode())
+            nodes.append(FollowerNode())
+        if args.record_bag is not None:
+            # Before the source starts, so the bag holds the whole run.
+            recorder = BagRecorderNode(
+                parameter_overrides=_overrides(
+                    {
+                        'output_dir': str(args.record_bag),
+                        'metrics_file': f'{args.record_bag}.metrics.json',
+                        'reliable_sensor_qos': args.reliable_sensor_qos,
+                    }
+                )
+            )
+            nodes.append(recorder)
+        bag_topics = (args.bag_topics.split(',') if args.bag_topics else []) + ['', '', '']
         source = SensorSourceNode(
             parameter_overrides=_overrides(
                 {
@@ -186,6 +242,12 @@ def main(argv: list[str] | None = None) -> int:
                     'uri': uri,
                     'max_frames': args.max_frames,
                     'reliable_sensor_qos': args.reliable_sensor_qos,
+                    'rate_mode': args.rate_mode,
+                    'bag_image_topic': bag_topics[0] or None,
+                    'bag_camera_info_topic': bag_topics[1] or None,
+                    'bag_imu_topic': bag_topics[2] or None,
+                    # The recorder subscribes to image_raw too: wait for both.
+                    'wait_for_subscribers': 2 if recorder is not None else None,
                 }
             )
         )
@@ -207,6 +269,9 @@ def main(argv: list[str] | None = None) -> int:
         rclpy.logging.get_logger('kapao_tracking').error(f'bad configuration: {error}')
         exit_code = 1
     finally:
+        if recorder is not None:
+            recorder.close()
+            recorder.get_logger().info(f'bag written: {args.record_bag}')
         if monitor is not None:
             monitor.close()
             monitor.get_logger().info(f'summary: {monitor.final_report()}')

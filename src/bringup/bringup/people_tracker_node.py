@@ -369,6 +369,11 @@ class PeopleTrackerNode(Node):
             + ('' if self._static_tf else '; tf2_ros not installed: no static camera TF')
         )
 
+    @property
+    def depth_source(self) -> str:
+        """Return where the depth comes from: ``accumo`` or ``rgbd``."""
+        return self._config['depth_source']
+
     # -- inputs -------------------------------------------------------------------------------
 
     def _on_camera_info(self, message: CameraInfo) -> None:

@@ -20,11 +20,15 @@ Definitions (times in seconds unless a key ends in ``_ms``; ``null`` = undefined
 ``run``
     ``messages`` (all topics), ``duration_s`` = last - first receive time over all
     messages (the end of the run is the last receive time), ``topics``: messages per topic.
+``image_raw`` (``sensor_msgs/Image``): ``frames`` and ``fps`` of the camera as received.
 ``people`` (``offload_interfaces/PersonArray``, header stamp = capture time)
     ``frames``; ``fps`` = (frames - 1) / (last - first receive time); ``latency_ms``:
     end-to-end latency = receive time - header stamp, as ``count``, ``mean``, ``p50``,
     ``p90``, ``p99``, ``max`` (percentiles interpolate linearly between closest ranks, as
-    numpy's default); ``people_per_frame`` (``mean``, ``max``); ``offload_modes`` and
+    numpy's default); ``latency_from_image_ms``: receive time - the receive time of the
+    ``image_raw`` frame with the same stamp (the graph's own latency, without the camera's;
+    the one that means something in a replay, whose frames keep their recorded stamps);
+    ``people_per_frame`` (``mean``, ``max``); ``offload_modes`` and
     ``models``: frames per ``offload_mode`` / ``model_name`` string; ``untrained_frames``:
     frames whose model has random weights.
 ``link_state`` (``offload_interfaces/LinkState``)
@@ -79,6 +83,7 @@ TARGET_GAP_S = 0.5
 # Topic (relative) -> the message type its section expects. A section's key in the result is
 # its topic with '/' replaced by '_'.
 TOPIC_TYPES = {
+    'image_raw': 'sensor_msgs/msg/Image',
     'people': 'offload_interfaces/msg/PersonArray',
     'link_state': 'offload_interfaces/msg/LinkState',
     'tracks': 'offload_interfaces/msg/PersonArray',
@@ -191,6 +196,8 @@ class RunMetrics:
     @staticmethod
     def _extract(name: str, message: Any) -> tuple:
         """Keep what the section of ``name`` needs (not the message: images are big)."""
+        if name == 'image_raw':
+            return (stamp_ns(message.header.stamp),)
         if name == 'people':
             return (
                 stamp_ns(message.header.stamp),
@@ -248,13 +255,25 @@ class RunMetrics:
         return round_value(metrics)
 
     @staticmethod
-    def _people(entries: list[tuple]) -> dict[str, Any]:
+    def _image_raw(entries: list[tuple]) -> dict[str, Any]:
+        return {'frames': len(entries), 'fps': _rate(len(entries), entries[0][0], entries[-1][0])}
+
+    def _people(self, entries: list[tuple]) -> dict[str, Any]:
         latencies = [receive - stamp for receive, stamp, *_ in entries]
+        published: dict[int, int] = {}
+        for receive, stamp in _by_time(self._entries['image_raw']):
+            published.setdefault(stamp, receive)
+        from_image = [
+            receive - published[stamp] for receive, stamp, *_ in entries if stamp in published
+        ]
         counts = [entry[2] for entry in entries]
         return {
             'frames': len(entries),
             'fps': _rate(len(entries), entries[0][0], entries[-1][0]),
             'latency_ms': _stats(latencies, ('mean', 'p50', 'p90', 'p99', 'max'), 1e-6),
+            'latency_from_image_ms': _stats(
+                from_image, ('mean', 'p50', 'p90', 'p99', 'max'), 1e-6
+            ),
             'people_per_frame': {'mean': float(np.mean(counts)), 'max': max(counts)},
             'offload_modes': dict(sorted(Counter(entry[3] for entry in entries).items())),
             'models': dict(sorted(Counter(entry[4] for entry in entries).items())),

@@ -95,6 +95,26 @@ def test_people_latency_percentiles_fps_and_modes():
     assert result['run'] == {'messages': 5, 'duration_s': 0.44, 'topics': {'/people': 5}}
 
 
+def test_latency_from_the_published_image_of_the_same_stamp():
+    # Frames stamped at capture, published 5 ms later (a replay: much later), results 30 ms
+    # after publication; one result of a frame whose image was not recorded.
+    lag = 3600 * S
+    images = [
+        ('image_raw', T0 + i * S // 10 + lag, Msg(header=Msg(stamp=stamp(T0 + i * S // 10))))
+        for i in range(3)
+    ]
+    results = [
+        ('people', T0 + i * S // 10 + lag + 30_000_000, people(T0 + i * S // 10)) for i in range(4)
+    ]
+    result = RunMetrics().add_all(images + results).result()
+    assert result['image_raw'] == {'frames': 3, 'fps': pytest.approx(10.0)}
+    section = result['people']
+    assert section['latency_ms']['p50'] == pytest.approx(3600_030.0)
+    assert section['latency_from_image_ms'] == {
+        'count': 3, 'mean': 30.0, 'p50': 30.0, 'p90': 30.0, 'p99': 30.0, 'max': 30.0,
+    }  # fmt: skip
+
+
 def test_link_state_fraction_disconnections_and_rtt():
     samples = [
         link(True, 0.010, 20e6),
@@ -205,13 +225,13 @@ def test_empty_run_and_missing_sections():
     }
     # Topics without an analysis (images) are only counted; messages may be omitted.
     run = RunMetrics()
-    run.add('/image_raw', T0)
-    run.add('/image_raw', T0 + S)
-    assert not run.wants('/image_raw')
+    run.add('/depth', T0)
+    run.add('/depth', T0 + S)
+    assert not run.wants('/depth')
     assert run.result()['run'] == {
         'messages': 2,
         'duration_s': 1.0,
-        'topics': {'/image_raw': 2},
+        'topics': {'/depth': 2},
     }
     assert list(run.result()) == ['format', 'run']
 
