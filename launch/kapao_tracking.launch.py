@@ -131,8 +131,11 @@ def generate_launch_description() -> LaunchDescription:
             {
                 'mode': LaunchConfiguration('mode'),
                 'server_endpoint': LaunchConfiguration('server_endpoint'),
-                # Evaluated as YAML: the one model the graph runs, built for local fallback.
-                'models': ParameterValue(['[', model, ']']),
+                # Evaluated as YAML: the models the graph runs (the people model and AccuMO's
+                # depth and odometry), built for local fallback.
+                'models': ParameterValue(
+                    ['[', model, ', accumo_depth, accumo_odometry, accumo_depth_odometry]']
+                ),
             },
         ],
         arguments=log_arguments,

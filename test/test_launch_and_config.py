@@ -10,6 +10,7 @@ name exactly the parameters the nodes declare, with values the nodes accept.
 from __future__ import annotations
 
 import ast
+import py_compile
 from pathlib import Path
 
 import pytest
@@ -181,3 +182,14 @@ def test_rviz_config_shows_topics_the_nodes_publish_in_the_odometry_frame():
     }
     assert topics == expected
     assert topics <= _published_topics()
+
+
+@pytest.mark.parametrize(
+    'path',
+    [*LAUNCH_FILES, *sorted((ROOT / 'src' / 'bringup' / 'test').glob('test_*_launch.py'))],
+    ids=lambda path: path.name,
+)
+def test_launch_files_and_launch_tests_compile(path, tmp_path):
+    # `python -m py_compile`: they import launch, which is missing here, so they cannot be
+    # imported; compiling still catches syntax errors before a robot does.
+    py_compile.compile(str(path), cfile=str(tmp_path / 'compiled.pyc'), doraise=True)

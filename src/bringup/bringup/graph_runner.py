@@ -50,6 +50,8 @@ from edge_offload.keys import ensure_loopback_keys
 from edge_offload.offload_bridge_node import OffloadBridgeNode
 
 DRAIN_TIMEOUT_S = 30.0
+# The AccuMO scheduler's models, which the bridge builds for local fallback with the people model.
+ACCUMO_MODELS = ('accumo_depth', 'accumo_odometry', 'accumo_depth_odometry')
 
 
 def default_params_file() -> Path:
@@ -196,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
                 {
                     'mode': args.mode,
                     'server_endpoint': args.server_endpoint,
-                    'models': [args.model] if args.model else None,
+                    'models': [args.model, *ACCUMO_MODELS] if args.model else None,
                     'secret_key_file': keys.get('robot_secret'),
                     'server_public_key_file': keys.get('server_public'),
                 }
