@@ -69,7 +69,7 @@ def _load(path: Path, *, need_secret: bool) -> KeyPair:
     if not path.is_file():
         raise KeyFileError(
             f'key file {path} does not exist: create keys with `edge_offload_keygen` '
-            '(see README, "Security")'
+            '(see README, "Network set-up")'
         )
     try:
         public, secret = zmq.auth.load_certificate(path)
