@@ -136,6 +136,11 @@ class Robot:
         c, s = math.cos(self.heading), math.sin(self.heading)
         return c * dx + s * dy, -s * dx + c * dy
 
+    def rotate_to_base(self, vector: np.ndarray) -> tuple[float, float]:
+        """Return an odometry-frame ground vector (a velocity) in the base axes."""
+        c, s = math.cos(self.heading), math.sin(self.heading)
+        return c * vector[0] + s * vector[1], -s * vector[0] + c * vector[1]
+
     def drive(self, linear: float, angular: float, dt: float) -> None:
         """Execute a command for ``dt`` seconds exactly (an arc)."""
         if abs(angular) < 1e-12:

@@ -6,6 +6,9 @@ Subscribes
 
 * ``target`` (``geometry_msgs/PointStamped``): the person to follow, in the odometry frame,
   stamped with the capture time of the image it was seen in (the tracker's output);
+* ``target/velocity`` (``geometry_msgs/Vector3Stamped``, optional): the person's ground
+  velocity in the same frame with the same stamp as the target (the tracker's estimate), for
+  the feed-forward; a velocity whose stamp is not the target's is not used;
 * ``odometry`` (``nav_msgs/Odometry``): the robot's pose in the same frame, to place the
   target in the robot base frame at each control cycle (the robot moves between frames);
 * ``estop`` (``std_msgs/Bool``, transient local, so a late-joining follower still sees a
@@ -27,7 +30,7 @@ import sys
 from dataclasses import fields
 
 import numpy as np
-from geometry_msgs.msg import PointStamped, Twist
+from geometry_msgs.msg import PointStamped, Twist, Vector3Stamped
 from nav_msgs.msg import Odometry
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
@@ -50,6 +53,13 @@ PARAMETERS = (
     ),
     ParamSpec('k_linear', _FOLLOWER_DEFAULTS.k_linear, 'Distance gain (1/s).', 0.01, 100.0),
     ParamSpec('k_angular', _FOLLOWER_DEFAULTS.k_angular, 'Bearing gain (1/s).', 0.01, 100.0),
+    ParamSpec(
+        'feed_forward_gain',
+        _FOLLOWER_DEFAULTS.feed_forward_gain,
+        "Share of the person's velocity (target/velocity) fed forward (0 = feedback only).",
+        0.0,
+        1.0,
+    ),
     ParamSpec('max_linear', _FOLLOWER_DEFAULTS.max_linear, 'Top forward speed (m/s).', 0.01, 5.0),
     ParamSpec('max_reverse', _FOLLOWER_DEFAULTS.max_reverse, 'Top reverse speed (m/s).', 0.0, 5.0),
     ParamSpec('max_angular', _FOLLOWER_DEFAULTS.max_angular, 'Top turn rate (rad/s).', 0.01, 10.0),
@@ -111,15 +121,24 @@ def _seconds(stamp) -> float:  # noqa: ANN001 - builtin_interfaces/Time
     return Time.from_msg(stamp).nanoseconds * 1e-9
 
 
-def base_from_odometry(point_odom: np.ndarray, odometry: Odometry) -> np.ndarray:
-    """Return ``point_odom`` (3,) in the robot base frame given the robot's ``odometry`` pose."""
+def _base_rotation(odometry: Odometry) -> np.ndarray:
     q = odometry.pose.pose.orientation
     quaternion = np.array([q.x, q.y, q.z, q.w])  # ROS order; scipy normalises it
     if not np.all(np.isfinite(quaternion)) or np.linalg.norm(quaternion) < 1e-9:
         raise ValueError('odometry orientation is not a rotation (zero or non-finite quaternion)')
-    rotation = Rotation.from_quat(quaternion).as_matrix()  # base -> odom
+    return Rotation.from_quat(quaternion).as_matrix()  # base -> odom
+
+
+def base_from_odometry(point_odom: np.ndarray, odometry: Odometry) -> np.ndarray:
+    """Return ``point_odom`` (3,) in the robot base frame given the robot's ``odometry`` pose."""
     p = odometry.pose.pose.position
-    return rotation.T @ (np.asarray(point_odom, dtype=np.float64) - np.array([p.x, p.y, p.z]))
+    offset = np.asarray(point_odom, dtype=np.float64) - np.array([p.x, p.y, p.z])
+    return _base_rotation(odometry).T @ offset
+
+
+def base_axes_from_odometry(vector_odom: np.ndarray, odometry: Odometry) -> np.ndarray:
+    """Return a vector (3,) of the odometry frame (a velocity) in the base axes."""
+    return _base_rotation(odometry).T @ np.asarray(vector_odom, dtype=np.float64)
 
 
 class FollowerNode(Node):
@@ -135,6 +154,7 @@ class FollowerNode(Node):
             raise ValueError(f'bad follower configuration: {error}') from error
         self._follower = PersonFollower(follower_config)
         self._target: PointStamped | None = None
+        self._target_velocity: Vector3Stamped | None = None
         self._odometry: Odometry | None = None
         self._estop = False
         self._link: LinkState | None = None
@@ -149,6 +169,9 @@ class FollowerNode(Node):
             durability=DurabilityPolicy.TRANSIENT_LOCAL,
         )
         self.create_subscription(PointStamped, 'target', self._on_target, reliable)
+        self.create_subscription(
+            Vector3Stamped, 'target/velocity', self._on_target_velocity, reliable
+        )
         self.create_subscription(Odometry, 'odometry', self._on_odometry, reliable)
         self.create_subscription(Bool, 'estop', self._on_estop, latched)
         self.create_subscription(LinkState, 'link_state', self._on_link_state, reliable)
@@ -168,6 +191,9 @@ class FollowerNode(Node):
 
     def _on_target(self, message: PointStamped) -> None:
         self._target = message
+
+    def _on_target_velocity(self, message: Vector3Stamped) -> None:
+        self._target_velocity = message
 
     def _on_odometry(self, message: Odometry) -> None:
         self._odometry = message
@@ -202,7 +228,12 @@ class FollowerNode(Node):
             return None
         point = np.array([target.point.x, target.point.y, target.point.z])
         x, y, _ = base_from_odometry(point, odometry)
-        return Target(float(x), float(y), _seconds(target.header.stamp))
+        vx = vy = 0.0
+        velocity = self._target_velocity
+        if velocity is not None and velocity.header.stamp == target.header.stamp:
+            v = velocity.vector
+            vx, vy, _ = base_axes_from_odometry(np.array([v.x, v.y, v.z]), odometry)
+        return Target(float(x), float(y), _seconds(target.header.stamp), float(vx), float(vy))
 
     def _link_ok(self, now: float) -> bool:
         timeout = self._config['link_timeout_s']

@@ -24,9 +24,14 @@ REP-103 camera body frame, x forward; the optical frame is rotated from it as us
 ``tf2_ros`` is installed, that mounting is also broadcast as a static transform, so RViz can
 place the camera's images and clouds.
 
-Each ``people`` message is matched to the depth image and the odometry nearest its stamp
-(within ``sync_tolerance_s``); results that arrive before their depth or odometry wait, in
-stamp order, for at most ``sync_timeout_s`` (a bounded queue: the oldest goes first). Each
+Each ``people`` message is matched to the depth image nearest its stamp (within
+``sync_tolerance_s``) and to the robot pose at its stamp (the nearest odometry within that
+tolerance, else interpolated between poses at most ``odometry_max_gap_s`` apart, for wheel
+odometry at its own rate). Results that arrive before their depth or odometry wait, in
+stamp order, in a bounded queue (the oldest goes first). A result is dropped, counted and
+logged once a stream has moved past its stamp without a match (each stream arrives in
+order: a lost depth image costs one result, not the ones behind it) or after
+``sync_timeout_s`` of waiting (a stream that stopped). Each
 person is localized, moved to the odometry frame and fed to the tracker; then it publishes
 
 * ``tracks`` (``PersonArray``, ``odom_frame``, reliable): confirmed tracks, ``track_id`` set,
@@ -34,6 +39,8 @@ person is localized, moved to the odometry frame and fed to the tracker; then it
 * ``target`` (``geometry_msgs/PointStamped``, ``odom_frame``, reliable): the target's position,
   stamped with the time of its *last detection* (not the current time: a coasting track must
   look as old as it is, so the follower stops when the person is lost);
+* ``target/velocity`` (``geometry_msgs/Vector3Stamped``, same frame and stamp as ``target``):
+  the target's filtered ground velocity, for the follower's feed-forward;
 * ``tracks/markers`` (``MarkerArray``): a cylinder and a label per track, the target green;
 * ``depth/points`` (``PointCloud2``, the depth image's frame) at most ``cloud_rate_hz``.
 
@@ -53,13 +60,13 @@ from dataclasses import fields
 
 import numpy as np
 from builtin_interfaces.msg import Duration
-from geometry_msgs.msg import Point, PointStamped, TransformStamped
+from geometry_msgs.msg import Point, PointStamped, TransformStamped, Vector3, Vector3Stamped
 from nav_msgs.msg import Odometry
 from rclpy.duration import Duration as RclpyDuration
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rclpy.time import Time
-from scipy.spatial.transform import Rotation
+from scipy.spatial.transform import Rotation, Slerp
 from sensor_msgs.msg import CameraInfo, Image, PointCloud2
 from std_msgs.msg import ColorRGBA, Header
 from visualization_msgs.msg import Marker, MarkerArray
@@ -118,6 +125,18 @@ PARAMETERS = (
         'A result waits at most this long for its depth and odometry, then is dropped (s).',
         0.01,
         10.0,
+    ),
+    ParamSpec(
+        'odometry_max_gap_s',
+        0.25,
+        'Odometry poses at most this far apart are interpolated to a result stamp (s).',
+        0.0,
+        10.0,
+    ),
+    ParamSpec(
+        'reliable_sensor_qos',
+        False,
+        'Subscribe camera_info and the RGB-D topics reliably (replays); default: sensor QoS.',
     ),
     ParamSpec('buffer_size', 30, 'Depth images and odometry poses kept for matching.', 2, 1000),
     ParamSpec('pending_size', 10, 'Results waiting for their depth or odometry.', 1, 1000),
@@ -247,14 +266,18 @@ def depth_in_metres(image: Image) -> np.ndarray:
 
 
 class StampedBuffer:
-    """The last ``size`` messages by stamp, looked up by the nearest stamp."""
+    """The last ``size`` items by stamp, looked up by the nearest stamp.
+
+    Each input stream arrives in stamp order (one driver or node publishes it), so once an
+    item newer than ``stamp + tolerance`` is here, no match for ``stamp`` will come.
+    """
 
     def __init__(self, size: int) -> None:
         """Keep at most ``size`` items (the oldest go first)."""
         self._items: collections.deque[tuple[float, object]] = collections.deque(maxlen=size)
 
     def add(self, stamp: float, item: object) -> None:
-        """Add ``item`` taken at ``stamp`` (s); items arrive roughly in stamp order."""
+        """Add ``item`` taken at ``stamp`` (s)."""
         self._items.append((stamp, item))
 
     @property
@@ -268,6 +291,38 @@ class StampedBuffer:
         if best is None or abs(best[0] - stamp) > tolerance:
             return None
         return best[1]
+
+    def passed(self, stamp: float, tolerance: float) -> bool:
+        """Return whether the stream has moved past ``stamp`` (no match can come any more)."""
+        latest = self.latest_stamp
+        return latest is not None and latest > stamp + tolerance
+
+
+class PoseBuffer(StampedBuffer):
+    """Odometry poses (4×4), looked up at a stamp: the nearest, else interpolated."""
+
+    def at(self, stamp: float, tolerance: float, max_gap: float) -> np.ndarray | None:
+        """Return the pose at ``stamp``.
+
+        The nearest pose within ``tolerance`` (AccuMO's odometry has the camera's stamps),
+        else the interpolation between the poses just before and after ``stamp`` if they
+        are at most ``max_gap`` apart (wheel odometry at its own rate): linear in position,
+        spherical in rotation. None when neither exists.
+        """
+        nearest = self.nearest(stamp, tolerance)
+        if nearest is not None:
+            return nearest
+        before = max((e for e in self._items if e[0] <= stamp), key=lambda e: e[0], default=None)
+        after = min((e for e in self._items if e[0] >= stamp), key=lambda e: e[0], default=None)
+        if before is None or after is None or after[0] - before[0] > max_gap:
+            return None
+        (t0, pose0), (t1, pose1) = before, after
+        fraction = (stamp - t0) / (t1 - t0)
+        rotations = Rotation.from_matrix(np.stack([pose0[:3, :3], pose1[:3, :3]]))
+        pose = np.eye(4)
+        pose[:3, :3] = Slerp([0.0, 1.0], rotations)(fraction).as_matrix()
+        pose[:3, 3] = (1.0 - fraction) * pose0[:3, 3] + fraction * pose1[:3, 3]
+        return pose
 
 
 def _duration(seconds: float) -> Duration:
@@ -337,12 +392,12 @@ class PeopleTrackerNode(Node):
         self._rgb_camera: CameraIntrinsics | None = None
         self._depth_camera: CameraIntrinsics | None = None
         self._depth = StampedBuffer(config['buffer_size'])
-        self._odometry = StampedBuffer(config['buffer_size'])
+        self._odometry = PoseBuffer(config['buffer_size'])
         self._pending: collections.deque[tuple[float, PersonArray]] = collections.deque()
         self._last_cloud_s = -math.inf
 
         reliable = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
-        camera_qos = sensor_qos(reliable=False)
+        camera_qos = sensor_qos(reliable=config['reliable_sensor_qos'])
         self.create_subscription(PersonArray, 'people', self._on_people, reliable)
         self.create_subscription(CameraInfo, 'camera_info', self._on_camera_info, camera_qos)
         self.create_subscription(Odometry, 'odometry', self._on_odometry, reliable)
@@ -357,6 +412,7 @@ class PeopleTrackerNode(Node):
             depth_topic = 'depth_camera/image'
         self._tracks_pub = self.create_publisher(PersonArray, 'tracks', reliable)
         self._target_pub = self.create_publisher(PointStamped, 'target', reliable)
+        self._velocity_pub = self.create_publisher(Vector3Stamped, 'target/velocity', reliable)
         self._markers_pub = self.create_publisher(MarkerArray, 'tracks/markers', reliable)
         self._cloud_pub = self.create_publisher(PointCloud2, 'depth/points', 2)
         self._static_tf = (
@@ -438,35 +494,34 @@ class PeopleTrackerNode(Node):
             arrived_s, people = self._pending[0]
             stamp = _seconds(people.header.stamp)
             depth = self._depth.nearest(stamp, tolerance)
-            pose = self._odometry.nearest(stamp, tolerance)
-            if depth is None or pose is None:
-                if not self._expired(stamp, arrived_s):
-                    return
-                missing = ' and '.join(
-                    name for name, item in (('depth', depth), ('odometry', pose)) if item is None
-                )
-                self.counts[f'dropped_no_{missing.replace(" and ", "_")}'] += 1
-                self.get_logger().warning(
-                    f'people at {stamp:.3f} s dropped: no {missing} within {tolerance} s',
-                    throttle_duration_sec=5.0,
-                )
+            pose = self._odometry.at(stamp, tolerance, self._config['odometry_max_gap_s'])
+            if depth is not None and pose is not None:
                 self._pending.popleft()
+                self._process(people, stamp, depth, pose)
                 continue
+            missing = [
+                name
+                for name, item, stream in (
+                    ('depth', depth, self._depth),
+                    ('odometry', pose, self._odometry),
+                )
+                if item is None and (stream.passed(stamp, tolerance) or self._waited(arrived_s))
+            ]
+            if len(missing) < (depth is None) + (pose is None):
+                return  # what is missing may still come
+            self.counts['dropped_no_' + '_'.join(missing)] += 1
+            self.get_logger().warning(
+                f'people at {stamp:.3f} s dropped: no {" and ".join(missing)} for that stamp '
+                f'(within {tolerance} s)',
+                throttle_duration_sec=5.0,
+            )
             self._pending.popleft()
-            self._process(people, stamp, depth, pose)
 
-    def _expired(self, stamp: float, arrived_s: float) -> bool:
-        """Return whether a result at ``stamp`` can no longer get its depth or odometry."""
-        newest = max(
-            (s for s in (self._depth.latest_stamp, self._odometry.latest_stamp) if s is not None),
-            default=None,
-        )
-        timeout = self._config['sync_timeout_s']
-        # The inputs have moved on past it, or it has waited too long (by arrival, so that
-        # replays with old stamps work; arrival 0 is before a simulated clock started).
-        if newest is not None and newest - stamp > timeout:
-            return True
-        return arrived_s > 0.0 and self._now() - arrived_s > timeout
+    def _waited(self, arrived_s: float) -> bool:
+        """Return whether a result has waited longer than ``sync_timeout_s`` since arrival."""
+        # By arrival, so that replays with old stamps work; arrival 0 is before a simulated
+        # clock started.
+        return arrived_s > 0.0 and self._now() - arrived_s > self._config['sync_timeout_s']
 
     def _now(self) -> float:
         return self.get_clock().now().nanoseconds * 1e-9
@@ -582,6 +637,9 @@ class PeopleTrackerNode(Node):
         point.header = Header(stamp=last_seen.to_msg(), frame_id=self._config['odom_frame'])
         x, y = (float(v) for v in target.position)
         point.point = Point(x=x, y=y, z=float(target.z or 0.0))
+        vx, vy = (float(v) for v in target.velocity)
+        # Before the point: the follower pairs them by stamp when the point arrives.
+        self._velocity_pub.publish(Vector3Stamped(header=point.header, vector=Vector3(x=vx, y=vy)))
         self._target_pub.publish(point)
 
     def _publish_cloud(self, header: Header, depth: np.ndarray) -> None:

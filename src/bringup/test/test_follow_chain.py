@@ -23,7 +23,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pytest
@@ -69,12 +69,13 @@ def simulate(
     person_at: Callable[[float], PersonState] = walker,
     estop_at: Callable[[float], bool] = lambda t: False,
     seed: int = 5,
+    follower_config: FollowerConfig = FOLLOWER,
 ) -> Run:
     """Run the chain for ``duration_s`` of simulated time; return what happened."""
     rng = np.random.default_rng(seed)
     localizer = PersonLocalizer(LOCALIZER)
     tracker = PersonTracker()
-    follower = PersonFollower(FOLLOWER)
+    follower = PersonFollower(follower_config)
     run = Run()
     robot = run.robot
     target: Target | None = None
@@ -97,7 +98,8 @@ def simulate(
             # Only a detection of the target is a new observation: a coasting track is not.
             if track is not None and track.time_since_update_s == 0.0:
                 x, y = robot.to_base(track.position)
-                pending.append((step + LATENCY_STEPS, Target(x, y, stamp=now)))
+                vx, vy = robot.rotate_to_base(track.velocity)
+                pending.append((step + LATENCY_STEPS, Target(x, y, now, vx, vy)))
                 run.last_seen_s = now
         while pending and pending[0][0] <= step:
             target = pending.pop(0)[1]
@@ -158,6 +160,23 @@ def test_chain_keeps_the_set_distance_within_limits():
     assert run.robot.heading >= 0.8
     assert max(c.linear for c in run.commands) >= SPEED
     assert_within_limits(run)
+
+
+def test_feed_forward_of_the_tracked_velocity_removes_the_lag():
+    # Side by side on the same walk: feedback alone trails by about speed / k_linear.
+    settled = lambda run: [  # noqa: E731
+        d - FOLLOWER.set_distance_m
+        for t, d in zip(run.times, run.distances, strict=True)
+        if SETTLED_S <= t < GONE_S
+    ]
+    with_feed_forward = np.array(settled(walk_run()))
+    feedback_only = np.array(
+        settled(simulate(GONE_S, follower_config=replace(FOLLOWER, feed_forward_gain=0.0)))
+    )
+    lag = SPEED / FOLLOWER.k_linear
+    assert np.median(feedback_only) == pytest.approx(lag, abs=0.05)
+    assert abs(np.median(with_feed_forward)) <= 0.25 * lag
+    assert np.sqrt(np.mean(with_feed_forward**2)) <= 0.5 * np.sqrt(np.mean(feedback_only**2))
 
 
 def test_robot_stops_within_half_a_second_of_losing_the_person():

@@ -281,6 +281,34 @@ def test_deadband_holds_with_hysteresis():
     assert command.linear > 0.0
 
 
+def test_target_velocity_gives_radial_speed_and_bearing_rate():
+    # 2 m ahead, walking away at 0.5 m/s and to the left at 0.4 m/s.
+    target = Target(2.0, 0.0, stamp=0.0, vx=0.5, vy=0.4)
+    assert target.radial_speed == pytest.approx(0.5)
+    assert target.bearing_rate == pytest.approx(0.2)  # 0.4 m/s across at 2 m
+    # Beside the robot on the left, walking forward: no radial speed, bearing falls.
+    beside = Target(0.0, 1.0, stamp=0.0, vx=0.5)
+    assert beside.radial_speed == pytest.approx(0.0)
+    assert beside.bearing_rate == pytest.approx(-0.5)
+    assert Target(0.0, 0.0, stamp=0.0, vx=1.0).radial_speed == 0.0
+
+
+def test_feed_forward_keeps_pace_inside_the_deadband_and_gain_zero_turns_it_off():
+    # At the set distance, the person walking away at 0.4 m/s: the distance is held, yet
+    # the robot speeds up towards their pace (ramped at max_linear_accel).
+    follower = PersonFollower()
+    for step in range(40):
+        t = step * DT
+        command = follower.update(t, Target(CFG.set_distance_m, 0.0, t, vx=0.4), **OK)
+        assert command.state == FollowerState.HOLDING
+    assert command.linear == pytest.approx(0.4)
+    feedback_only = PersonFollower(replace(CFG, feed_forward_gain=0.0))
+    for step in range(40):
+        t = step * DT
+        command = feedback_only.update(t, Target(CFG.set_distance_m, 0.0, t, vx=0.4), **OK)
+    assert command.linear == 0.0
+
+
 def test_first_cycle_and_long_gap_do_not_jump():
     follower = PersonFollower()
     far = Target(10.0, 3.0, stamp=100.0)
@@ -307,7 +335,7 @@ def test_bad_input_raises(now, target, message):
         follower.update(now, target, **OK)
 
 
-@pytest.mark.parametrize('field', ['x', 'y', 'stamp'])
+@pytest.mark.parametrize('field', ['x', 'y', 'stamp', 'vx', 'vy'])
 @pytest.mark.parametrize('value', [math.nan, math.inf, -math.inf])
 def test_non_finite_target_is_rejected(field, value):
     with pytest.raises(ValueError, match=f'target {field} must be finite'):
@@ -353,6 +381,8 @@ def test_estop_holds_even_with_bad_input():
         ({'target_timeout_s': 0.5}, 'less than max_stop_time_s'),
         ({'set_bearing_rad': 2.0}, 'keep the person in front'),
         ({'max_dt_s': 0.0}, 'max_dt_s must be positive'),
+        ({'feed_forward_gain': 1.5}, 'feed_forward_gain must be in'),
+        ({'feed_forward_gain': -0.1}, 'feed_forward_gain must be in'),
     ],
 )
 def test_bad_config_raises(changes, message):

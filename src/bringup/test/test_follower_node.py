@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from nav_msgs.msg import Odometry
 
-from bringup.follower_node import base_from_odometry
+from bringup.follower_node import base_axes_from_odometry, base_from_odometry
 
 
 def _odometry(x: float, y: float, yaw: float, scale: float = 1.0) -> Odometry:
@@ -27,6 +27,14 @@ def test_a_target_ahead_of_a_turned_robot_is_ahead_in_the_base_frame():
     # its right (+x in odom): 3 m ahead and 1 m to the right (y = -1) in the base frame.
     point = base_from_odometry(np.array([2.0, 5.0, 0.0]), _odometry(1.0, 2.0, math.pi / 2, 2.0))
     np.testing.assert_allclose(point, [3.0, -1.0, 0.0], atol=1e-12)
+
+
+def test_a_velocity_is_rotated_into_the_base_axes_but_not_moved():
+    # Walking along +y in odom, seen from a robot facing +y: straight ahead, wherever it is.
+    velocity = base_axes_from_odometry(
+        np.array([0.0, 0.5, 0.0]), _odometry(7.0, -3.0, math.pi / 2)
+    )
+    np.testing.assert_allclose(velocity, [0.5, 0.0, 0.0], atol=1e-12)
 
 
 def test_a_zero_quaternion_is_refused():

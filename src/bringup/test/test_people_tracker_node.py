@@ -12,11 +12,13 @@ import math
 import numpy as np
 import pytest
 from nav_msgs.msg import Odometry
+from scipy.spatial.transform import Rotation
 from std_msgs.msg import Header
 from visualization_msgs.msg import Marker
 
 from bringup.follow_simulation import CAMERA_POSITION_M, CAMERA_RPY_RAD, T_BASE_OPTICAL
 from bringup.people_tracker_node import (
+    PoseBuffer,
     StampedBuffer,
     depth_in_metres,
     person_keypoints,
@@ -94,6 +96,29 @@ def test_stamped_buffer_finds_the_nearest_within_tolerance_and_is_bounded():
     assert buffer.nearest(1.19, 0.02) == 'at 1.2'
     assert buffer.nearest(1.25, 0.02) is None
     assert buffer.nearest(1.0, 0.02) is None  # the oldest went first
+    # The stream has moved past a stamp once an item newer than stamp + tolerance is here.
+    assert buffer.passed(1.25, 0.02)
+    assert not buffer.passed(1.29, 0.02)
+
+
+def _pose(x: float, yaw: float) -> np.ndarray:
+    pose = np.eye(4)
+    pose[:3, :3] = Rotation.from_euler('z', yaw).as_matrix()
+    pose[0, 3] = x
+    return pose
+
+
+def test_poses_are_the_nearest_or_interpolated_between_close_neighbours():
+    buffer = PoseBuffer(10)
+    buffer.add(1.0, _pose(0.0, 0.0))
+    buffer.add(1.1, _pose(1.0, 0.2))
+    buffer.add(2.0, _pose(5.0, 0.0))
+    np.testing.assert_array_equal(buffer.at(1.005, 0.01, 0.25), _pose(0.0, 0.0))
+    middle = buffer.at(1.075, 0.01, 0.25)  # three quarters of the way
+    np.testing.assert_allclose(middle, _pose(0.75, 0.15), atol=1e-12)
+    assert buffer.at(1.5, 0.01, 0.25) is None  # neighbours 0.9 s apart: too far to trust
+    assert buffer.at(2.5, 0.01, 0.25) is None  # nothing after it
+    assert buffer.at(0.5, 0.01, 0.25) is None  # nothing before it
 
 
 def _track(track_id: int, x: float) -> Track:
