@@ -20,11 +20,14 @@ test (``test_follow_chain.py``) and the process-level one across the ROS nodes
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from bringup.person_localizer import CameraIntrinsics
+from bringup.follower import FollowerCommand, FollowerConfig, PersonFollower, Target
+from bringup.person_localizer import CameraIntrinsics, LocalizerConfig, PersonLocalizer
+from bringup.person_tracker import PersonTracker
 
 # The camera's mounting as the people_tracker node's parameters (REP-103 rpy: pitch up 15°).
 CAMERA_POSITION_M = (0.1, 0.0, 0.5)
@@ -101,20 +104,30 @@ class PersonState:
     visible: bool
 
 
-def walker(t: float) -> PersonState:
-    """Stand 2.5 m ahead, walk straight at 0.5 m/s, then a gentle curve left; then vanish."""
-    walked = max(0.0, t - WALK_START_S) * SPEED
-    straight = (CURVE_START_S - WALK_START_S) * SPEED
-    visible = t < GONE_S
-    if walked <= straight:
-        return PersonState(2.5 + walked, 0.0, 0.0, visible)
-    angle = (walked - straight) / CURVE_RADIUS
-    return PersonState(
-        2.5 + straight + CURVE_RADIUS * math.sin(angle),
-        CURVE_RADIUS * (1.0 - math.cos(angle)),
-        angle,
-        visible,
-    )
+def make_walker(speed: float = SPEED) -> Callable[[float], PersonState]:
+    """Return a walk: stand 2.5 m ahead, walk straight, then a curve left; vanish at GONE_S.
+
+    The straight part lasts from ``WALK_START_S`` to ``CURVE_START_S``; ``speed`` in m/s.
+    """
+
+    def walk(t: float) -> PersonState:
+        walked = max(0.0, t - WALK_START_S) * speed
+        straight = (CURVE_START_S - WALK_START_S) * speed
+        visible = t < GONE_S
+        if walked <= straight:
+            return PersonState(2.5 + walked, 0.0, 0.0, visible)
+        angle = (walked - straight) / CURVE_RADIUS
+        return PersonState(
+            2.5 + straight + CURVE_RADIUS * math.sin(angle),
+            CURVE_RADIUS * (1.0 - math.cos(angle)),
+            angle,
+            visible,
+        )
+
+    return walk
+
+
+walker = make_walker(SPEED)
 
 
 @dataclass
@@ -188,3 +201,73 @@ def render_camera_frame(
     depth = depth + rng.normal(0.0, 0.02, depth.shape)
     depth[rng.random(depth.shape) < 0.05] = 0.0  # dropouts
     return keypoints, depth.reshape(DEPTH.height, DEPTH.width)
+
+
+CHAIN_DT = 0.05  # 20 Hz control
+CHAIN_CAMERA_EVERY = 2  # a frame every other cycle: 10 Hz
+LATENCY_STEPS = 1  # a frame's result reaches the follower one cycle later
+# The simulated torso's surface is 0.09 m (shoulders) to 0.17 m (hips) in front of its axis.
+LOCALIZER = LocalizerConfig(body_centre_offset_m=0.15)
+
+
+@dataclass
+class Run:
+    times: list[float] = field(default_factory=list)
+    commands: list[FollowerCommand] = field(default_factory=list)
+    distances: list[float] = field(default_factory=list)  # true, base to the person's axis
+    localization_errors: list[float] = field(default_factory=list)  # m, on the ground plane
+    last_seen_s: float | None = None  # stamp of the last frame whose detection hit the target
+    robot: Robot = field(default_factory=Robot)
+
+
+def simulate_chain(
+    duration_s: float,
+    person_at: Callable[[float], PersonState] = walker,
+    estop_at: Callable[[float], bool] = lambda t: False,
+    seed: int = 5,
+    follower_config: FollowerConfig | None = None,
+) -> Run:
+    """Run localizer -> tracker -> follower for ``duration_s`` of simulated time.
+
+    20 Hz control, 10 Hz camera; a frame's result reaches the follower one control cycle
+    later, as the tracker's target in the base frame with its velocity, stamped with the
+    frame's time; between frames, and when the target's track got no detection, the last
+    target is passed again, so its stamp ages and the follower's staleness rules apply.
+    """
+    rng = np.random.default_rng(seed)
+    localizer = PersonLocalizer(LOCALIZER)
+    tracker = PersonTracker()
+    follower = PersonFollower(follower_config or FollowerConfig())
+    run = Run()
+    robot = run.robot
+    target: Target | None = None
+    pending: list[tuple[int, Target]] = []  # (step it reaches the follower, target)
+    for step in range(round(duration_s / CHAIN_DT)):
+        now = step * CHAIN_DT
+        person = person_at(now)
+        if step % CHAIN_CAMERA_EVERY == 0:
+            t_odom_optical = robot.t_odom_base() @ T_BASE_OPTICAL
+            keypoints, depth = render_camera_frame(person, t_odom_optical, rng)
+            result = localizer.localize(keypoints, depth, RGB, DEPTH)
+            detections = []
+            if result.ok:
+                odom = localizer.to_odom(result.location, t_odom_optical)
+                detections.append(odom.detection())
+                truth = np.array([person.x, person.y])
+                run.localization_errors.append(float(np.linalg.norm(odom.ground_position - truth)))
+            tracker.update(now, detections, robot_position=(robot.x, robot.y))
+            track = tracker.target
+            # Only a detection of the target is a new observation: a coasting track is not.
+            if track is not None and track.time_since_update_s == 0.0:
+                x, y = robot.to_base(track.position)
+                vx, vy = robot.rotate_to_base(track.velocity)
+                pending.append((step + LATENCY_STEPS, Target(x, y, now, vx, vy)))
+                run.last_seen_s = now
+        while pending and pending[0][0] <= step:
+            target = pending.pop(0)[1]
+        command = follower.update(now, target, estop=estop_at(now), link_ok=True, detector_ok=True)
+        run.times.append(now)
+        run.commands.append(command)
+        run.distances.append(math.hypot(person.x - robot.x, person.y - robot.y))
+        robot.drive(command.linear, command.angular, CHAIN_DT)
+    return run

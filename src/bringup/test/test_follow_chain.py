@@ -21,94 +21,28 @@ time, a seeded generator: deterministic.
 from __future__ import annotations
 
 import functools
-import math
-from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
 from bringup.follow_simulation import (
-    DEPTH,
+    CHAIN_CAMERA_EVERY,
+    CHAIN_DT,
     GONE_S,
-    RGB,
     SETTLED_S,
     SPEED,
-    T_BASE_OPTICAL,
     WALK_START_S,
-    PersonState,
-    Robot,
-    render_camera_frame,
-    walker,
+    Run,
+    simulate_chain,
 )
-from bringup.follower import FollowerCommand, FollowerConfig, FollowerState, PersonFollower, Target
-from bringup.person_localizer import LocalizerConfig, PersonLocalizer
-from bringup.person_tracker import PersonTracker
+from bringup.follower import FollowerCommand, FollowerConfig, FollowerState
 
-DT = 0.05  # 20 Hz control
-CAMERA_EVERY = 2  # a frame every other cycle: 10 Hz
-LATENCY_STEPS = 1  # a frame's result reaches the follower one cycle later
+DT = CHAIN_DT
+CAMERA_EVERY = CHAIN_CAMERA_EVERY
 EPS = 1e-9
 FOLLOWER = FollowerConfig()
-# The simulated torso's surface is 0.09 m (shoulders) to 0.17 m (hips) in front of its axis.
-LOCALIZER = LocalizerConfig(body_centre_offset_m=0.15)
-
-
-@dataclass
-class Run:
-    times: list[float] = field(default_factory=list)
-    commands: list[FollowerCommand] = field(default_factory=list)
-    distances: list[float] = field(default_factory=list)  # true, base to the person's axis
-    localization_errors: list[float] = field(default_factory=list)  # m, on the ground plane
-    last_seen_s: float | None = None  # stamp of the last frame whose detection hit the target
-    robot: Robot = field(default_factory=Robot)
-
-
-def simulate(
-    duration_s: float,
-    person_at: Callable[[float], PersonState] = walker,
-    estop_at: Callable[[float], bool] = lambda t: False,
-    seed: int = 5,
-    follower_config: FollowerConfig = FOLLOWER,
-) -> Run:
-    """Run the chain for ``duration_s`` of simulated time; return what happened."""
-    rng = np.random.default_rng(seed)
-    localizer = PersonLocalizer(LOCALIZER)
-    tracker = PersonTracker()
-    follower = PersonFollower(follower_config)
-    run = Run()
-    robot = run.robot
-    target: Target | None = None
-    pending: list[tuple[int, Target]] = []  # (step it reaches the follower, target)
-    for step in range(round(duration_s / DT)):
-        now = step * DT
-        person = person_at(now)
-        if step % CAMERA_EVERY == 0:
-            t_odom_optical = robot.t_odom_base() @ T_BASE_OPTICAL
-            keypoints, depth = render_camera_frame(person, t_odom_optical, rng)
-            result = localizer.localize(keypoints, depth, RGB, DEPTH)
-            detections = []
-            if result.ok:
-                odom = localizer.to_odom(result.location, t_odom_optical)
-                detections.append(odom.detection())
-                truth = np.array([person.x, person.y])
-                run.localization_errors.append(float(np.linalg.norm(odom.ground_position - truth)))
-            tracker.update(now, detections, robot_position=(robot.x, robot.y))
-            track = tracker.target
-            # Only a detection of the target is a new observation: a coasting track is not.
-            if track is not None and track.time_since_update_s == 0.0:
-                x, y = robot.to_base(track.position)
-                vx, vy = robot.rotate_to_base(track.velocity)
-                pending.append((step + LATENCY_STEPS, Target(x, y, now, vx, vy)))
-                run.last_seen_s = now
-        while pending and pending[0][0] <= step:
-            target = pending.pop(0)[1]
-        command = follower.update(now, target, estop=estop_at(now), link_ok=True, detector_ok=True)
-        run.times.append(now)
-        run.commands.append(command)
-        run.distances.append(math.hypot(person.x - robot.x, person.y - robot.y))
-        robot.drive(command.linear, command.angular, DT)
-    return run
+simulate = simulate_chain
 
 
 def assert_within_limits(run: Run, cfg: FollowerConfig = FOLLOWER) -> None:
