@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: Apache-2.0
 """A simulated person, robot and RGB-D camera for testing the people-following chain.
 
-Plain numpy, deterministic given a seeded generator; used by the module-level acceptance
-test (``test_follow_chain.py``) and the process-level one across the ROS nodes
-(``test/test_follow_closed_loop_system.py``).
+Plain numpy, deterministic given a seeded generator. :func:`simulate_chain` closes the loop
+through the pure modules (the acceptance test ``test_follow_chain.py`` and
+``benchmarks/follow_accuracy.py``); the world's pieces also drive the process-level test
+across the ROS nodes (``test/test_follow_closed_loop_system.py``).
 
 * Robot: a unicycle (x, y, heading) in the odometry frame that executes each command exactly
   for one control cycle (an exact arc).
@@ -212,6 +213,8 @@ LOCALIZER = LocalizerConfig(body_centre_offset_m=0.15)
 
 @dataclass
 class Run:
+    """What happened in one :func:`simulate_chain` run, cycle by cycle."""
+
     times: list[float] = field(default_factory=list)
     commands: list[FollowerCommand] = field(default_factory=list)
     distances: list[float] = field(default_factory=list)  # true, base to the person's axis
