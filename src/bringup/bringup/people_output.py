@@ -134,9 +134,11 @@ def to_markers(
         if pinhole is None:
             return Point(x=u / 1000.0, y=v / 1000.0, z=plane_depth_m)
         scale = plane_depth_m
+        # Keypoint2D pixels have their origin at the top-left pixel's corner, CameraInfo's
+        # cx, cy at its centre (bringup.person_localizer explains): half a pixel apart.
         return Point(
-            x=(u - pinhole.cx) / pinhole.fx * scale,
-            y=(v - pinhole.cy) / pinhole.fy * scale,
+            x=(u - 0.5 - pinhole.cx) / pinhole.fx * scale,
+            y=(v - 0.5 - pinhole.cy) / pinhole.fy * scale,
             z=plane_depth_m,
         )
 

@@ -87,9 +87,11 @@ def test_markers_back_project_onto_the_plane():
     markers = to_markers(people, Header(frame_id='cam'), pinhole, 2.0, 0.3, 0.5, False)
     assert markers.markers[0].action == Marker.DELETEALL
     outline, skeleton, label = markers.markers[1:]
-    # Top-left corner (10, 20) is the principal point: straight ahead at 2 m.
-    assert (outline.points[0].x, outline.points[0].y, outline.points[0].z) == (0.0, 0.0, 2.0)
-    assert outline.points[1].x == pytest.approx((40.0 - 10.0) / 100.0 * 2.0)
+    # The box's top-left corner (10, 20) is half a pixel up and left of the principal point
+    # (10, 20) of CameraInfo, which counts from the top-left pixel's centre.
+    corner = outline.points[0]
+    assert (corner.x, corner.y, corner.z) == pytest.approx((-0.01, -0.01, 2.0))
+    assert outline.points[1].x == pytest.approx((40.0 - 0.5 - 10.0) / 100.0 * 2.0)
     # Links touching the missing left ear (3) are left out: 19 links - 2.
     assert len(skeleton.points) == 2 * 17
     assert 'untrained' in label.text
