@@ -18,7 +18,7 @@ from geometry_msgs.msg import Twist
 from nav_msgs.msg import Odometry
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
-from sensor_msgs.msg import Image
+from sensor_msgs.msg import Image, PointCloud2
 from std_msgs.msg import String
 
 from edge_offload.keys import ensure_loopback_keys
@@ -80,6 +80,7 @@ class GraphWatcher:
         self.tracks: list[PersonArray] = []
         self.commands: list[Twist] = []
         self.depth_frames = 0
+        self.clouds: list[PointCloud2] = []
         self.odometry: list[Odometry] = []
         self.states: list[str] = []
         self.links: list[LinkState] = []
@@ -88,6 +89,7 @@ class GraphWatcher:
         node.create_subscription(Twist, 'cmd_vel', self.commands.append, RELIABLE)
         node.create_subscription(Image, 'depth', self._on_depth, RELIABLE)
         node.create_subscription(Odometry, 'odometry', self.odometry.append, RELIABLE)
+        node.create_subscription(PointCloud2, 'depth/points', self.clouds.append, RELIABLE)
         node.create_subscription(
             String, 'follower/state', lambda m: self.states.append(m.data), LATCHED
         )
@@ -106,6 +108,7 @@ class GraphWatcher:
             'AccuMO odometry in the odom frame': any(
                 o.header.frame_id == 'odom' for o in self.odometry
             ),
+            'a depth point cloud': any(cloud.width > 0 for cloud in self.clouds),
             'tracks in the odom frame': any(t.header.frame_id == 'odom' for t in self.tracks),
             'a connected link': any(link.connected for link in self.links),
             'follower commands': len(self.commands) >= 5,

@@ -277,13 +277,15 @@ class StampedBuffer:
         self._items: collections.deque[tuple[float, object]] = collections.deque(maxlen=size)
 
     def add(self, stamp: float, item: object) -> None:
-        """Add ``item`` taken at ``stamp`` (s)."""
+        """Add ``item`` taken at ``stamp`` (s); a stamp older than the newest is ignored."""
+        if self._items and stamp < self._items[-1][0]:
+            return  # streams arrive in stamp order; this one came back in time
         self._items.append((stamp, item))
 
     @property
     def latest_stamp(self) -> float | None:
         """Return the newest stamp held, or None."""
-        return max((stamp for stamp, _ in self._items), default=None)
+        return self._items[-1][0] if self._items else None
 
     def nearest(self, stamp: float, tolerance: float) -> object | None:
         """Return the item nearest ``stamp`` if within ``tolerance`` (s), else None."""
@@ -536,7 +538,7 @@ class PeopleTrackerNode(Node):
             self.counts['dropped_no_camera_info'] += 1
             self.get_logger().warning('no camera_info yet: people not localized', once=True)
             return
-        depth_camera = self._depth_camera_for(rgb_camera, depth)
+        depth_camera = self._depth_camera_for(depth)
         if depth_camera is None:
             return
         tracker_time = self._tracker.time
@@ -571,17 +573,17 @@ class PeopleTrackerNode(Node):
             )
         self._publish(people.header.stamp, tracks, self._tracker.target if may_target else None)
 
-    def _depth_camera_for(
-        self, rgb_camera: CameraIntrinsics, depth: np.ndarray
-    ) -> CameraIntrinsics | None:
-        if self._config['depth_source'] == 'rgbd':
-            camera = self._depth_camera
-            if camera is None:
-                self.counts['dropped_no_depth_camera_info'] += 1
-                self.get_logger().warning('no depth_camera/camera_info yet', once=True)
-                return None
-        else:
-            camera = rgb_camera  # AccuMO's map is computed from the camera image itself
+    @property
+    def _depth_intrinsics(self) -> CameraIntrinsics | None:
+        """Return the depth image's intrinsics: AccuMO's map is computed from the camera image."""
+        return self._depth_camera if self.depth_source == 'rgbd' else self._rgb_camera
+
+    def _depth_camera_for(self, depth: np.ndarray) -> CameraIntrinsics | None:
+        camera = self._depth_intrinsics
+        if camera is None:
+            self.counts['dropped_no_depth_camera_info'] += 1
+            self.get_logger().warning('no depth_camera/camera_info yet', once=True)
+            return None
         if depth.shape != (camera.height, camera.width):
             self.counts['dropped_depth_size'] += 1
             self.get_logger().error(
@@ -649,14 +651,13 @@ class PeopleTrackerNode(Node):
         now = self._now()
         if now - self._last_cloud_s < 1.0 / self._config['cloud_rate_hz']:
             return
-        camera = self._rgb_camera if self._config['depth_source'] == 'accumo' else None
-        camera = camera or self._depth_camera
+        camera = self._depth_intrinsics
         if camera is None or depth.shape != (camera.height, camera.width):
             return
         self._last_cloud_s = now
         points = depth_to_points(
             depth,
-            [[camera.fx, 0.0, camera.cx], [0.0, camera.fy, camera.cy], [0.0, 0.0, 1.0]],
+            camera.matrix,
             stride=stride,
             min_depth_m=self._config['min_depth_m'],
             max_depth_m=self._config['cloud_max_depth_m'],

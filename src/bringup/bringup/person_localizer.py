@@ -203,6 +203,11 @@ class CameraIntrinsics:
             height=height,
         )
 
+    @property
+    def matrix(self) -> np.ndarray:
+        """Return K, the 3×3 camera matrix (CameraInfo convention)."""
+        return np.array([[self.fx, 0.0, self.cx], [0.0, self.fy, self.cy], [0.0, 0.0, 1.0]])
+
     def pixel(self, points: ArrayLike) -> np.ndarray:
         """Return the ``Keypoint2D`` pixel coordinates (..., 2) of optical-frame points (..., 3).
 

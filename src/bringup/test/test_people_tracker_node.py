@@ -99,6 +99,9 @@ def test_stamped_buffer_finds_the_nearest_within_tolerance_and_is_bounded():
     # The stream has moved past a stamp once an item newer than stamp + tolerance is here.
     assert buffer.passed(1.25, 0.02)
     assert not buffer.passed(1.29, 0.02)
+    buffer.add(1.0, 'late')  # back in time: ignored, the stream order is kept
+    assert buffer.latest_stamp == 1.3
+    assert buffer.nearest(1.0, 0.02) is None
 
 
 def _pose(x: float, yaw: float) -> np.ndarray:

@@ -651,3 +651,8 @@ def test_bad_location_is_refused(change, message):
     }
     with pytest.raises(ValueError, match=message):
         PersonLocation(**{**fields, **change})
+
+
+def test_intrinsics_matrix_is_camera_info_k():
+    k = [500.0, 0.0, 319.5, 0.0, 510.0, 239.5, 0.0, 0.0, 1.0]
+    np.testing.assert_array_equal(CameraIntrinsics.from_k(k, 640, 480).matrix.reshape(-1), k)
