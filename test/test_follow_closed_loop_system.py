@@ -7,7 +7,9 @@ The ``people_tracker`` and ``follower`` nodes run as their own processes, over D
 a path; a simulated RGB-D camera on a simulated robot sees them; the test publishes what the
 detector, the depth camera and the odometry would (``people`` with keypoints,
 ``depth_camera/image`` and ``camera_info``, ``odometry``), the link state, and ``/clock``;
-the robot integrates the ``cmd_vel`` it gets back. Simulated time advances in lock step: a
+the robot integrates the ``cmd_vel`` it gets back. The scenario starts once every link of
+the loop is matched and the follower follows (a warm-up with the robot held still), so
+discovery time never eats into it. Simulated time advances in lock step: a
 camera frame's ``tracks`` must come back before the clock moves on, and each control tick's
 ``cmd_vel`` before the robot drives; so the run is the same on a loaded 2-core machine as on
 a fast one, and the acceptance bounds are asserted in simulated time:
@@ -60,6 +62,7 @@ LATCHED = QoSProfile(
 )
 FOLLOWER = FollowerConfig()
 WAIT_S = 5.0  # wall-clock patience per lock step (a stalled process, not a slow one)
+WARM_UP_MAX_STEPS = 400  # 20 s of simulated time
 
 
 def _stamp(ns: int) -> TimeMsg:
@@ -95,6 +98,7 @@ class World:
     steps: list[Step] = field(default_factory=list)
     last_seen_s: float | None = None  # the last frame in which the person was visible
     missed_frames: int = 0
+    clock_step: int = 0  # control cycles since the clock started, warm-up included
 
     def __post_init__(self) -> None:
         node = self.node
@@ -157,23 +161,39 @@ class World:
         if not spin_until(executor, lambda: stamp_ns in self.track_stamps, timeout_s=WAIT_S):
             self.missed_frames += 1
 
+    def _tick(self, executor, t: float, estop: bool) -> Twist:  # noqa: ANN001
+        """One control cycle at scenario time ``t``: sensors, clock, the follower's command."""
+        stamp = _stamp(T0_NS + self.clock_step * STEP_NS)
+        if estop:
+            self.estop_pub.publish(Bool(data=True))
+        if self.clock_step % CAMERA_EVERY == 0:
+            self._publish_frame(t, stamp, executor)
+        self.odometry_pub.publish(self._odometry(stamp))
+        link = LinkState(connected=True)
+        link.header.stamp = stamp
+        self.link_pub.publish(link)
+        received = len(self.commands)
+        self.clock_pub.publish(Clock(clock=stamp))
+        self.clock_step += 1
+        spin_until(executor, lambda: len(self.commands) > received, timeout_s=WAIT_S)
+        return self.commands[-1] if self.commands else Twist()
+
     def run(self, executor, duration_s: float, estop_at_s: float | None = None) -> None:  # noqa: ANN001
-        """Advance ``duration_s`` of simulated time in lock step with the nodes."""
+        """Advance ``duration_s`` of simulated time in lock step with the nodes.
+
+        First a warm-up at the scenario's start, the robot held still, until the follower
+        follows: discovery between processes completes in its own time (on a loaded
+        machine, seconds of simulated time), and the scenario must not start before it.
+        """
+        for _ in range(WARM_UP_MAX_STEPS):
+            if self.state == 'following':
+                break
+            self._tick(executor, 0.0, estop=False)
+        assert self.state == 'following', f'the follower never followed: {self.state!r}'
+        self.missed_frames = 0
         for step in range(round(duration_s / DT)):
             t = step * DT
-            stamp = _stamp(T0_NS + step * STEP_NS)
-            if estop_at_s is not None and t >= estop_at_s:
-                self.estop_pub.publish(Bool(data=True))
-            if step % CAMERA_EVERY == 0:
-                self._publish_frame(t, stamp, executor)
-            self.odometry_pub.publish(self._odometry(stamp))
-            link = LinkState(connected=True)
-            link.header.stamp = stamp
-            self.link_pub.publish(link)
-            received = len(self.commands)
-            self.clock_pub.publish(Clock(clock=stamp))
-            spin_until(executor, lambda n=received: len(self.commands) > n, timeout_s=WAIT_S)
-            command = self.commands[-1] if self.commands else Twist()
+            command = self._tick(executor, t, estop_at_s is not None and t >= estop_at_s)
             person = walker(t)
             self.steps.append(
                 Step(
@@ -187,7 +207,7 @@ class World:
             self.robot.drive(command.linear.x, command.angular.z, DT)
 
 
-def _start_chain(ros_processes, ros_executor, node: Node) -> None:  # noqa: ANN001
+def _start_chain(ros_processes, ros_executor, world: World) -> None:  # noqa: ANN001
     tracker = ros_processes.start(
         node_command(
             'bringup.people_tracker_node',
@@ -204,20 +224,41 @@ def _start_chain(ros_processes, ros_executor, node: Node) -> None:  # noqa: ANN0
     follower = ros_processes.start(
         node_command('bringup.follower_node', use_sim_time=True), name='follower'
     )
-    for topic, process in (('depth_camera/image', tracker), ('cmd_vel', follower)):
-        counter = node.count_subscribers if topic != 'cmd_vel' else node.count_publishers
-        assert spin_until(ros_executor, lambda c=counter, n=topic: c(n) > 0, timeout_s=60.0), (
-            ros_processes.output(process)
+    # Every link of the loop matched before the clock starts: reliable volatile messages
+    # sent before discovery completes are lost, and a node missing its first odometry or
+    # people would start late (seen on a loaded machine: no target until 4.6 s).
+    node = world.node
+    both = 2  # the tracker and the follower
+    publishers = {
+        world.clock_pub: both,
+        world.people_pub: both,
+        world.odometry_pub: both,
+        world.info_pub: 1,
+        world.depth_pub: 1,
+        world.depth_info_pub: 1,
+        world.link_pub: 1,
+        world.estop_pub: 1,
+    }
+    world_subscriptions = ('cmd_vel', 'tracks', 'follower/state')
+
+    def matched() -> bool:
+        return (
+            all(p.get_subscription_count() >= n for p, n in publishers.items())
+            and all(node.count_publishers(topic) >= 1 for topic in world_subscriptions)
+            # tracker -> follower, as seen in the graph
+            and node.count_publishers('target') >= 1
+            and node.count_subscribers('target') >= 1
         )
-    # The follower's own subscription to the tracker's target, before the clock starts.
-    assert spin_until(ros_executor, lambda: node.count_publishers('target') > 0, timeout_s=30.0)
+
+    ok = spin_until(ros_executor, matched, timeout_s=60.0)
+    assert ok, ros_processes.output(tracker) + ros_processes.output(follower)
 
 
 def _world(ros_context, ros_executor, ros_processes) -> World:  # noqa: ANN001
     node = Node('follow_closed_loop_world', context=ros_context)
     ros_executor.add_node(node)
     world = World(node)
-    _start_chain(ros_processes, ros_executor, node)
+    _start_chain(ros_processes, ros_executor, world)
     return world
 
 

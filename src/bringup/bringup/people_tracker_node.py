@@ -60,6 +60,7 @@ from dataclasses import fields
 
 import numpy as np
 from builtin_interfaces.msg import Duration
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import Point, PointStamped, TransformStamped, Vector3, Vector3Stamped
 from nav_msgs.msg import Odometry
 from rclpy.duration import Duration as RclpyDuration
@@ -145,6 +146,7 @@ PARAMETERS = (
         False,
         'Pick a target from a model with random weights (latency experiments only).',
     ),
+    ParamSpec('diagnostics_period_s', 1.0, 'Period of /diagnostics messages (s).', 0.1, 60.0),
     ParamSpec('marker_lifetime_s', 0.5, 'Lifetime of the track markers (s).', 0.0, 60.0),
     ParamSpec('cloud_stride', 4, 'Point cloud: every n-th depth row and column (0 = off).', 0, 64),
     ParamSpec('cloud_rate_hz', 2.0, 'Point cloud: largest publishing rate (Hz).', 0.01, 100.0),
@@ -421,6 +423,9 @@ class PeopleTrackerNode(Node):
             StaticTransformBroadcaster(self) if StaticTransformBroadcaster is not None else None
         )
         self._camera_frame: str | None = None
+        self._target_id: int | None = None
+        self._diagnostics_pub = self.create_publisher(DiagnosticArray, '/diagnostics', reliable)
+        self.create_timer(config['diagnostics_period_s'], self._publish_diagnostics)
         self.get_logger().info(
             f'tracking people with depth from {config["depth_source"]} '
             f'({self.resolve_topic_name(depth_topic)}) in frame {config["odom_frame"]}'
@@ -571,7 +576,36 @@ class PeopleTrackerNode(Node):
                 f'model {people.model_name!r} is untrained: tracks published, no target',
                 once=True,
             )
-        self._publish(people.header.stamp, tracks, self._tracker.target if may_target else None)
+        target = self._tracker.target if may_target else None
+        self._log_target_change(target)
+        self._publish(people.header.stamp, tracks, target)
+
+    def _log_target_change(self, target: Track | None) -> None:
+        target_id = None if target is None else target.track_id
+        if target_id == self._target_id:
+            return
+        if target_id is None:
+            self.get_logger().warning(f'target track #{self._target_id} lost')
+        else:
+            x, y = (float(v) for v in target.position)
+            self.get_logger().info(f'target: track #{target_id} at ({x:.2f}, {y:.2f}) m')
+        self._target_id = target_id
+
+    def _publish_diagnostics(self) -> None:
+        status = DiagnosticStatus(name=f'{self.get_name()}: people tracker')
+        values = dict(self.counts)
+        values.update(
+            tracks=len(self._tracker.confirmed_tracks),
+            target_id=self._target_id if self._target_id is not None else 'none',
+            waiting=len(self._pending),
+        )
+        status.values = [KeyValue(key=key, value=str(value)) for key, value in values.items()]
+        dropped = sum(n for key, n in self.counts.items() if key.startswith(('dropped', 'bad')))
+        status.level = DiagnosticStatus.WARN if dropped else DiagnosticStatus.OK
+        status.message = f'{dropped} inputs dropped or refused' if dropped else 'ok'
+        diagnostics = DiagnosticArray(status=[status])
+        diagnostics.header.stamp = self.get_clock().now().to_msg()
+        self._diagnostics_pub.publish(diagnostics)
 
     @property
     def _depth_intrinsics(self) -> CameraIntrinsics | None:
