@@ -115,6 +115,11 @@ step "Fetching real images, video and pretrained weights (BlazePose) from the re
   || die "could not fetch the assets (see the message above)."
 
 step "Building the workspace with colcon"
+# A file moved or deleted in the sources leaves a dangling symlink behind in build/ and
+# install/, and colcon's symlink install then stops with "File exists": drop those links.
+for dir in build install; do
+  if [ -d "$dir" ]; then find "$dir" -xtype l -delete; fi
+done
 export AMENT_PREFIX_PATH="$VENV${AMENT_PREFIX_PATH:+:$AMENT_PREFIX_PATH}"
 export CMAKE_PREFIX_PATH="$VENV${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
 PATH="$VENV/bin:$PATH" "$VENV/bin/colcon" build --symlink-install \

@@ -15,11 +15,9 @@ setup(
     data_files=[
         ('share/ament_index/resource_index/packages', ['resource/' + package_name]),
         ('share/' + package_name, ['package.xml']),
-        # The suite's launch and parameter files live at the repository root (one place for
-        # the whole graph); this package installs them into its share directory.
-        ('share/' + package_name + '/launch', glob('../../launch/*.launch.py')),
-        ('share/' + package_name + '/config', glob('../../config/*.yaml')),
-        ('share/' + package_name + '/rviz', glob('../../rviz/*.rviz')),
+        ('share/' + package_name + '/launch', glob('launch/*.launch.py')),
+        ('share/' + package_name + '/config', glob('config/*.yaml')),
+        ('share/' + package_name + '/rviz', glob('rviz/*.rviz')),
     ],
     install_requires=['setuptools'],
     zip_safe=True,

@@ -14,11 +14,14 @@ def test_package_is_importable_and_indexed():
     assert 'edge_offload' in {dependency.name for dependency in manifest.exec_depends}
 
 
-def test_launch_and_config_files_are_installed_from_the_repository_root():
-    # bringup installs the root launch/ and config/ files; they appear as they are added.
-    root = Path(__file__).resolve().parents[3]
+def test_launch_config_and_rviz_files_are_installed_from_the_package():
+    package = Path(__file__).resolve().parents[1]
     share = Path(get_package_share_directory('bringup'))
-    for folder, pattern in (('launch', '*.launch.py'), ('config', '*.yaml')):
-        expected = {path.name for path in (root / folder).glob(pattern)}
+    for folder, pattern in (('launch', '*.launch.py'), ('config', '*.yaml'), ('rviz', '*.rviz')):
+        expected = {path.name for path in (package / folder).glob(pattern)}
+        assert expected, f'no {pattern} in {package / folder}'
         installed = {path.name for path in (share / folder).glob(pattern)}
-        assert installed == expected, f'run make setup to reinstall {folder}/'
+        assert installed == expected, (
+            f'{folder}: installed {sorted(installed)}, package has {sorted(expected)}; '
+            'run make setup to reinstall'
+        )

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from catkin_pkg.package import parse_package
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 SKIPPED_DIRS = {'.git', '.venv', 'build', 'install', 'log', '__pycache__'}
 PACKAGE_DIRS = sorted(path.parent for path in (ROOT / 'src').glob('*/package.xml'))
 
