@@ -51,6 +51,7 @@ LOCAL_MODE = 'local'
 # Smoothing of the local compute-time estimate used to budget the server's share.
 _LOCAL_TIME_SMOOTHING = 0.2
 _FALLBACK_LOG_PERIOD_S = 5.0
+_MAX_REPORTED_UNSERVED = 256
 
 
 @dataclass
@@ -118,6 +119,9 @@ class Offloader:
         self._counters = {'requests': 0, 'offloaded': 0, 'fallbacks': 0, 'failures': 0}
         self._last_fallback_reason = ''
         self._last_fallback_log = 0.0
+        # (server, model, served models) already reported as not served: said once, not per
+        # request.
+        self._reported_unserved: set[tuple[str, str, tuple[str, ...]]] = set()
         self._mode = ''
         self.set_mode(config.mode)
 
@@ -203,13 +207,15 @@ class Offloader:
             cancel=cancel,
             progress=progress,
         )
-        fallback_reason = ''
+        fallback_reason = unserved = ''
         if selected.uses_server:
             if self.client is None:
                 fallback_reason = 'no edge server configured'
             elif self.client.state is not ConnectionState.CONNECTED:
                 fallback_reason = f'edge server {self.client.state.value}: '
                 fallback_reason += self.client.state_reason
+            elif selected.needs_server_model and (unserved := self._unserved_reason(model)):
+                fallback_reason = unserved
             else:
                 try:
                     result = selected.infer(request)
@@ -235,7 +241,7 @@ class Offloader:
                     f'{mode_name} failed and fallback is disabled: {fallback_reason}',
                     ErrorCode.SERVER_UNAVAILABLE,
                 )
-            self._note_fallback(mode_name, fallback_reason)
+            self._note_fallback(mode_name, fallback_reason, log=not unserved)
             if cancel.is_set():
                 raise OffloadCancelledError('request cancelled')
         request.deadline = deadline
@@ -271,7 +277,39 @@ class Offloader:
                 else (1 - _LOCAL_TIME_SMOOTHING) * previous + _LOCAL_TIME_SMOOTHING * seconds
             )
 
-    def _note_fallback(self, mode_name: str, reason: str) -> None:
+    def _unserved_reason(self, model: str) -> str:
+        """Return why the connected server cannot run ``model`` ('' when it serves it).
+
+        The server lists its models in WELCOME; asking it for another one would only bring
+        back ``unknown_model`` for every request. The first time per server and model, the
+        reason is logged as an error naming the fix.
+        """
+        info = self.client.server_info if self.client is not None else {}
+        served = info.get('models')
+        if not isinstance(served, list) or model in served:
+            return ''
+        server_id = str(info.get('server_id', 'the edge server'))
+        served_names = tuple(str(name) for name in served)
+        reason = (
+            f'edge server {server_id} does not serve model {model!r} (it serves '
+            f'{", ".join(served_names) or "no models"})'
+        )
+        key = (server_id, model, served_names)
+        with self._lock:
+            first = key not in self._reported_unserved
+            if len(self._reported_unserved) >= _MAX_REPORTED_UNSERVED:
+                self._reported_unserved.clear()  # bounded; at worst a line is said again
+            self._reported_unserved.add(key)
+        if first:
+            _logger.error(
+                '%s: running %s on the robot for every request; add it to the edge '
+                "server's models parameter to offload it",
+                reason,
+                model,
+            )
+        return reason
+
+    def _note_fallback(self, mode_name: str, reason: str, *, log: bool = True) -> None:
         now = time.monotonic()
         with self._lock:
             self._counters['fallbacks'] += 1
@@ -279,9 +317,9 @@ class Offloader:
             due = now - self._last_fallback_log >= _FALLBACK_LOG_PERIOD_S
             self._last_fallback_reason = reason
             count = self._counters['fallbacks']
-            if changed or due:
+            if log and (changed or due):
                 self._last_fallback_log = now
-        if changed or due:
+        if log and (changed or due):
             _logger.warning(
                 'running locally instead of %s: %s (%d fallbacks so far)', mode_name, reason, count
             )

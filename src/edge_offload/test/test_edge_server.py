@@ -234,6 +234,39 @@ def test_offloader_falls_back_and_comes_back(keys):
         assert raised.value.code == ErrorCode.SERVER_UNAVAILABLE
 
 
+def test_model_the_server_lacks_runs_locally_and_is_reported_once(keys, caplog):
+    # The robot builds resnet18 too, but this server serves only tiny_cnn: every request
+    # runs on the robot at once, without a round trip, and the log says so once.
+    with _server(keys) as server:
+        config = OffloaderConfig(
+            mode='nnto',
+            local_models=['tiny_cnn', 'resnet18'],
+            client=ClientConfig(
+                endpoint=server.endpoint,
+                secret_key_file=str(keys.robot_secret),
+                server_public_key_file=str(keys.server_public),
+            ),
+        )
+        with Offloader(config) as offloader:
+            assert offloader.client.wait_connected(5.0), offloader.client.state_reason
+            with caplog.at_level('WARNING', logger='edge_offload'):
+                image = {'image': torch.rand(1, 3, 224, 224)}
+                outcomes = [offloader.infer('resnet18', image) for _ in range(5)]
+                served = offloader.infer('tiny_cnn', IMAGE)
+        requests_seen = server.stats().requests_total
+    assert [outcome.mode_used for outcome in outcomes] == ['local'] * 5
+    assert all(outcome.fell_back for outcome in outcomes)
+    reason = outcomes[0].fallback_reason
+    assert "does not serve model 'resnet18'" in reason, reason
+    assert 'tiny_cnn' in reason, reason
+    assert served.mode_used == 'nnto', served.fallback_reason
+    assert requests_seen == 1, f'the server saw {requests_seen} requests, expected 1'
+    said = [record for record in caplog.records if 'resnet18' in record.getMessage()]
+    assert len(said) == 1, [record.getMessage() for record in said]
+    assert said[0].levelname == 'ERROR'
+    assert "server's models parameter" in said[0].getMessage()
+
+
 def test_offloader_refuses_bad_requests_without_contacting_the_server():
     with Offloader(OffloaderConfig(mode='local')) as offloader:
         with pytest.raises(OffloadError) as raised:

@@ -83,6 +83,8 @@ class PerOpMode(OffloadMode):
     """Robot half of ``per_op``: one round trip per aten operator (the Cricket baseline)."""
 
     name = 'per_op'
+    # The server runs the operators it is sent; it needs no copy of the model.
+    needs_server_model = False
     session_class: ClassVar[type[RemoteSession]] = RemoteSession
 
     def __init__(self, context: Any) -> None:

@@ -187,6 +187,9 @@ class OffloadMode(abc.ABC):
     name: ClassVar[str] = ''
     #: False for modes that never contact the server (``local``).
     uses_server: ClassVar[bool] = True
+    #: False for modes whose server half runs operators it is sent, not a model it loaded
+    #: (``per_op``, ``rrto``); True ones fall back at once when the server lacks the model.
+    needs_server_model: ClassVar[bool] = True
     #: Options read from ``ModeContext.options[name]``, with defaults and ranges.
     option_specs: ClassVar[tuple[ModeOption, ...]] = ()
 
