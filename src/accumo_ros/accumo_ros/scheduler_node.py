@@ -579,7 +579,7 @@ class AccumoSchedulerNode(Node):
         if hasattr(self, '_worker'):  # not when the configuration was rejected
             self._stop.set()
             self._wake.set()
-            self._worker.join(timeout=2.0)
+            self._worker.join(timeout=0.5)
         super().destroy_node()
 
 

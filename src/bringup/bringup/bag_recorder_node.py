@@ -56,6 +56,7 @@ import importlib
 import re
 import sys
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -306,6 +307,8 @@ class BagRecorderNode(Node):
         self._condition = threading.Condition()
         self._closing = False
         self._closed = False
+        # Set by close(timeout_s): messages still queued after it are dropped and counted.
+        self._close_deadline: float | None = None
         self._result: dict[str, Any] = {}
         self._feed = RawMetricsFeed(RunMetrics(self.get_namespace()), self._warn)
 
@@ -403,7 +406,13 @@ class BagRecorderNode(Node):
                 batch = list(self._queue)
                 self._queue.clear()
             try:
-                for index, receive_ns, raw in batch:
+                for position, (index, receive_ns, raw) in enumerate(batch):
+                    deadline = self._close_deadline
+                    if deadline is not None and time.monotonic() > deadline:
+                        with self._condition:
+                            self.dropped += len(batch) - position + len(self._queue)
+                            self._queue.clear()
+                        return
                     topic, msgtype, connection = self._topics[index]
                     writer.write(connection, receive_ns, raw)
                     self._feed.add(topic, msgtype, receive_ns, raw)
@@ -416,16 +425,19 @@ class BagRecorderNode(Node):
                     self._queue.clear()
                 return
 
-    def close(self) -> dict[str, Any]:
+    def close(self, timeout_s: float | None = None) -> dict[str, Any]:
         """Stop recording, write what is queued, finalize the bag; return the run metrics.
 
-        With ``metrics_file`` the metrics are written there (JSON) and next to it (CSV).
-        Idempotent: later calls return the same metrics.
+        With ``timeout_s``, messages still queued after that long are dropped (and counted),
+        so the bag is finalized in time. With ``metrics_file`` the metrics are written there
+        (JSON) and next to it (CSV). Idempotent: later calls return the same metrics.
         """
         with self._condition:
             if self._closed:
                 return self._result
             self._closed = self._closing = True
+            if timeout_s is not None:
+                self._close_deadline = time.monotonic() + timeout_s
             self._condition.notify_all()
         self._thread.join()  # the thread finalizes the bag
         # After shutdown (Ctrl-C) /rosout is gone; a logger of another name (a child) only
@@ -451,9 +463,18 @@ class BagRecorderNode(Node):
         super().destroy_node()
 
 
+# A stopped recorder finalizes its bag within this (ros_node_main.SHUTDOWN_BUDGET_S).
+_CLOSE_ON_SIGNAL_S = 0.8
+
+
 def main(args: list[str] | None = None) -> int:
     """Record until shutdown; exit code 1 on a bad configuration."""
-    return run_node(BagRecorderNode, NODE_NAME, args)
+    return run_node(
+        BagRecorderNode,
+        NODE_NAME,
+        args,
+        release=lambda node: node.close(timeout_s=_CLOSE_ON_SIGNAL_S),
+    )
 
 
 if __name__ == '__main__':

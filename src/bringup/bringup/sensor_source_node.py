@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import signal
 import sys
 import threading
 import time
@@ -41,7 +40,7 @@ import rclpy
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.duration import Duration as RclpyDuration
 from rclpy.exceptions import ParameterException
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.executors import SingleThreadedExecutor
 from rclpy.logging import get_logger
 from rclpy.node import Node
 from rclpy.parameter import Parameter
@@ -70,6 +69,12 @@ from bringup.sensor_sources import (
 )
 from edge_offload.image_convert import ImageFormatError, cv2_to_imgmsg
 from edge_offload.ros_logging import forward_python_logging
+from edge_offload.ros_node_main import (
+    StopRequest,
+    finish_process,
+    shut_down,
+    spin_until_stopped,
+)
 from edge_offload.ros_params import ParamSpec, declare_parameters, parameter_values
 from edge_offload.sensor_qos import RELIABLE_SENSOR_QOS_DESCRIPTION, sensor_qos
 
@@ -82,7 +87,8 @@ PARAMETERS = (
     ParamSpec(
         'uri',
         '',
-        'Camera index or /dev/videoN, video file, image folder, or rosbag2 folder/.mcap/.db3',
+        'Camera index or /dev/videoN, video file, image folder, or rosbag2 folder/.mcap/.db3; '
+        "'asset:media/opencv/vtest.avi' names a file fetched by make setup",
         read_only=True,
     ),
     ParamSpec(
@@ -177,7 +183,7 @@ PARAMETERS = (
 # A realtime replay this far behind its stamps (or stamps going back) follows from there.
 _MAX_LAG_S = 1.0
 _POLL_S = 0.02
-_JOIN_TIMEOUT_S = 5.0
+_JOIN_TIMEOUT_S = 0.5
 _DISCOVERY_SETTLE_S = 0.5
 _ACK_TIMEOUT_S = 5.0
 
@@ -568,44 +574,32 @@ class SensorSourceNode(Node):
 
 def main(args: list[str] | None = None) -> int:
     """Run the node until the source ends or Ctrl-C; return 0, or 1 after an error."""
-    # Ctrl-C and SIGTERM become KeyboardInterrupt here instead of rclpy shutting the context
-    # down first, so the reader thread stops and the summary is logged while it is valid.
+    # The signal only asks for the stop: the reader thread stops and the summary is logged
+    # while the context is still valid (see edge_offload.ros_node_main).
+    stop = StopRequest(NODE_NAME)
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
-    # Python leaves SIGINT ignored when the parent ignored it (exec inherits SIG_IGN), and a
-    # parent may have blocked it: make Ctrl-C and SIGTERM reach this process in any case.
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    previous_sigterm = signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
-        try:
-            node = SensorSourceNode()
-        except (ConfigError, SourceError, CameraInfoError) as error:
-            # One line, no traceback: these say what to fix.
-            get_logger(NODE_NAME).error(str(error))
-            return 1
-        except ParameterException as error:
-            get_logger(NODE_NAME).error(f'invalid parameter: {error}')
-            return 1
-        executor = SingleThreadedExecutor()
-        executor.add_node(node)
-        interrupted = False
-        try:
-            while not node.finished.is_set():
-                executor.spin_once(timeout_sec=0.5)
-        except (KeyboardInterrupt, ExternalShutdownException):
-            interrupted = True
-        finally:
-            node.stop()
-            if interrupted and node.error is None:
-                node.log_summary('stopped')
-            node.destroy_node()
-            # Bounded: a Ctrl-C that interrupted spin_once can leave its work counted, and
-            # an unbounded shutdown would then wait forever.
-            executor.shutdown(timeout_sec=1.0)
-        return 1 if node.error is not None else 0
-    finally:
-        signal.signal(signal.SIGTERM, previous_sigterm)
+        node = SensorSourceNode()
+    except (ConfigError, SourceError, CameraInfoError) as error:
+        # One line, no traceback: these say what to fix.
+        get_logger(NODE_NAME).error(str(error))
         rclpy.try_shutdown()
+        return 1
+    except ParameterException as error:
+        get_logger(NODE_NAME).error(f'invalid parameter: {error}')
+        rclpy.try_shutdown()
+        return 1
+    executor = SingleThreadedExecutor()
+    executor.add_node(node)
+    try:
+        spin_until_stopped(executor, stop, until=node.finished.is_set)
+    finally:
+        node.stop()
+        if stop.is_set() and node.error is None:
+            node.log_summary('stopped')
+        exit_code = 1 if node.error is not None else 0
+        shut_down(node, executor)
+    return finish_process(NODE_NAME, exit_code, stop)
 
 
 if __name__ == '__main__':

@@ -49,6 +49,8 @@ class Summary:
     latencies_s: list[float] = field(default_factory=list)
     modes: collections.Counter = field(default_factory=collections.Counter)
     frames_recorded: int = 0
+    # Queued when the monitor had to close before they could be written.
+    frames_not_recorded: int = 0
     first_result_s: float | None = None
     last_result_s: float | None = None
 
@@ -85,6 +87,9 @@ class TrackingMonitorNode(Node):
             self._config['record_queue_size']
         )
         self._writer_thread: threading.Thread | None = None
+        # Set by close(): queued frames after this instant are dropped, so the file is
+        # finalized in time.
+        self._close_deadline: float | None = None
         self.create_subscription(PersonArray, 'people', self._on_people, 10)
         self.create_subscription(LinkState, 'link_state', self._on_link_state, 10)
         if self._config['record_path']:
@@ -135,6 +140,10 @@ class TrackingMonitorNode(Node):
         path.parent.mkdir(parents=True, exist_ok=True)
         try:
             while (frame := self._record_queue.get()) is not None:
+                deadline = self._close_deadline
+                if deadline is not None and time.monotonic() > deadline:
+                    self.summary.frames_not_recorded += 1
+                    continue
                 if writer is None:
                     height, width = frame.shape[:2]
                     fourcc = cv2.VideoWriter_fourcc(*'mp4v')
@@ -169,12 +178,17 @@ class TrackingMonitorNode(Node):
         self._period_latencies = []
         self._period_results = 0
 
-    def close(self) -> None:
-        """Flush the video file (waits for the writer thread)."""
+    def close(self, timeout_s: float = 30.0) -> None:
+        """Finish the video: write the queued frames for up to ``timeout_s``, drop the rest."""
         if self._writer_thread is not None:
+            self._close_deadline = time.monotonic() + timeout_s
             self._record_queue.put(None)
-            self._writer_thread.join(timeout=30.0)
+            self._writer_thread.join(timeout=timeout_s + 1.0)
             self._writer_thread = None
+            if self.summary.frames_not_recorded:
+                self.get_logger().warning(
+                    f'{self.summary.frames_not_recorded} queued frames not recorded at close'
+                )
 
     def final_report(self) -> str:
         """Return a one-line summary of the whole run."""
@@ -188,11 +202,15 @@ class TrackingMonitorNode(Node):
         )
 
 
+# A stopped node finishes its video within this (ros_node_main.SHUTDOWN_BUDGET_S).
+_CLOSE_ON_SIGNAL_S = 0.8
+
+
 def main(args: list[str] | None = None) -> int:
     """Run the monitor until shutdown; exit code 1 on a bad configuration."""
 
     def release(node: TrackingMonitorNode) -> None:
-        node.close()
+        node.close(timeout_s=_CLOSE_ON_SIGNAL_S)
         node.get_logger().info(node.final_report())
 
     return run_node(TrackingMonitorNode, 'tracking_monitor', args, release=release)

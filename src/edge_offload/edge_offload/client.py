@@ -452,7 +452,7 @@ class EdgeClient:
             return
         self._stopping.set()
         self._wake()
-        self._thread.join(timeout=5.0)
+        self._thread.join(timeout=1.0)
         self._fail_pending(ServerUnavailableError('client closed'))
         self._set_state(ConnectionState.CLOSED, 'client closed')
         self._wake_reader.close()

@@ -177,7 +177,9 @@ class EdgeServerNode(LifecycleNode):
 
 def main(args: list[str] | None = None) -> int:
     """Run the edge server node until shutdown."""
-    return run_lifecycle_node(EdgeServerNode, lambda node: node.release(), args, num_threads=2)
+    return run_lifecycle_node(
+        EdgeServerNode, 'edge_server', lambda node: node.release(), args, num_threads=2
+    )
 
 
 if __name__ == '__main__':

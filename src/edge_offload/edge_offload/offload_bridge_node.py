@@ -121,6 +121,8 @@ def mode_option_parameters() -> tuple[ParamSpec, ...]:
     return tuple(specs)
 
 
+# How long release() waits for the goal workers to finish a run in progress.
+_WORKER_JOIN_S = 0.5
 # Parameters applied at once; the others take effect at the next configure.
 _RUNTIME_PARAMETERS = frozenset({'mode', 'fallback_to_local'})
 
@@ -312,8 +314,11 @@ class OffloadBridgeNode(LifecycleNode):
                         )
                 for _ in workers:
                     jobs.put(None)
+            # A worker inside a model run cannot be interrupted: wait a little, not for it
+            # (the workers are daemon threads, so exit does not wait either).
+            deadline = time.monotonic() + _WORKER_JOIN_S
             for worker in workers:
-                worker.join(timeout=30.0)
+                worker.join(timeout=max(0.0, deadline - time.monotonic()))
             if self._action_server is not None:
                 self._action_server.destroy()
                 self._action_server = None
@@ -589,7 +594,9 @@ def _error_result(code: ErrorCode, message: str, queue_time_s: float = 0.0) -> O
 
 def main(args: list[str] | None = None) -> int:
     """Run the offload bridge node until shutdown."""
-    return run_lifecycle_node(OffloadBridgeNode, lambda node: node.release(), args, num_threads=4)
+    return run_lifecycle_node(
+        OffloadBridgeNode, 'offload_bridge', lambda node: node.release(), args, num_threads=4
+    )
 
 
 if __name__ == '__main__':

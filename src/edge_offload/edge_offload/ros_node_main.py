@@ -1,48 +1,185 @@
 # Copyright 2026 The edge_offload authors
 # SPDX-License-Identifier: Apache-2.0
-"""The ``main`` of the suite's nodes: spin, optionally autostart, shut down cleanly."""
+"""The ``main`` of the suite's nodes: spin, optionally autostart, shut down cleanly and fast.
+
+Shutdown contract of every node process: SIGINT or SIGTERM starts one orderly shutdown
+(release, destroy, ``rclpy`` shutdown, exit code 0), and the process is gone within
+:data:`SHUTDOWN_BUDGET_S`, well inside the 5 s ``ros2 launch`` waits before escalating; a
+watchdog cuts a clean-up that still runs after :data:`WATCHDOG_S`. Further signals change
+nothing: Ctrl-C in a terminal reaches every process of the group and ``ros2 launch`` then
+sends its own SIGINT, and that second one must not interrupt the first one's clean-up with
+a ``KeyboardInterrupt``. Work that cannot be interrupted (a model running on a worker
+thread) is not waited for past the budget, and the process ends with ``os._exit`` after
+its orderly shutdown (see :func:`finish_process`).
+"""
 
 from __future__ import annotations
 
+import logging
+import os
+import signal
+import sys
+import threading
+import time
 from collections.abc import Callable
+from types import FrameType
+from typing import NoReturn
 
 import rclpy
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.executors import Executor, MultiThreadedExecutor
 from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
 from rclpy.node import Node
+from rclpy.signals import SignalHandlerOptions
+
+# From the first stop signal to the end of the process.
+SHUTDOWN_BUDGET_S = 1.5
+# A clean-up still running this long after the signal is cut short (a hard bound).
+WATCHDOG_S = 1.8
+# How often the spin loop looks at the stop request.
+_SPIN_PERIOD_S = 0.1
+
+
+class StopRequest:
+    """SIGINT and SIGTERM ask the process to stop: the first one counts, later ones are noted.
+
+    Installing it replaces rclpy's signal handling (use ``SignalHandlerOptions.NO`` in
+    ``rclpy.init``), so the context stays valid while the node releases what it holds.
+    """
+
+    def __init__(self, name: str) -> None:
+        """Handle SIGINT and SIGTERM from now on (also when the parent ignored or blocked them)."""
+        self._name = name
+        self._event = threading.Event()
+        self.requested_at: float | None = None
+        self.signal_name = ''
+        # exec keeps ignored and blocked signals: a parent's choices must not make this
+        # process deaf to Ctrl-C or to ros2 launch.
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
+        signal.signal(signal.SIGINT, self._on_signal)
+        signal.signal(signal.SIGTERM, self._on_signal)
+
+    def _on_signal(self, signum: int, _frame: FrameType | None) -> None:
+        if not self._event.is_set():
+            self.signal_name = signal.Signals(signum).name
+            self.set()
+
+    def set(self) -> None:
+        """Ask for the stop (a signal, or the program itself); the watchdog starts."""
+        if self.requested_at is None:
+            self.requested_at = time.monotonic()
+            watchdog = threading.Timer(WATCHDOG_S, self._cut_short)
+            watchdog.daemon = True
+            watchdog.start()
+        self._event.set()
+
+    def _cut_short(self) -> None:
+        print(
+            f'[{self._name}] clean-up still running {WATCHDOG_S} s after the stop request: '
+            'exiting now',
+            file=sys.stderr,
+        )
+        _leave(0)
+
+    def is_set(self) -> bool:
+        """Return whether a stop was asked for."""
+        return self._event.is_set()
+
+
+def spin_until_stopped(
+    executor: Executor, stop: StopRequest, until: Callable[[], bool] | None = None
+) -> None:
+    """Spin ``executor`` until ``stop`` is set, the context ends or ``until()`` is true."""
+    while not stop.is_set() and rclpy.ok() and (until is None or not until()):
+        executor.spin_once(timeout_sec=_SPIN_PERIOD_S)
+
+
+def shut_down(node: Node, executor: Executor | None = None) -> None:
+    """Destroy ``node``, stop ``executor`` without waiting on busy callbacks, end rclpy."""
+    node.destroy_node()
+    if executor is not None:
+        if isinstance(executor, MultiThreadedExecutor):
+            executor.shutdown(timeout_sec=0.2, wait_for_threads=False)
+        else:
+            executor.shutdown(timeout_sec=0.2)
+    rclpy.try_shutdown()
+
+
+def finish_process(name: str, exit_code: int, stop: StopRequest) -> NoReturn:
+    """End the process with ``exit_code`` once the node has shut down (call it last).
+
+    Worker threads get what is left of the shutdown budget to finish; a model running on
+    one cannot be interrupted, so past the budget the process ends without it, saying so.
+    The process then leaves without Python's finalization: tearing down torch and the DDS
+    bindings module by module takes 0.5 s on an idle machine and over a second on busy
+    cores, a C++ destructor run there can abort the process ("terminate called without an
+    active exception"), and the default signal handlers it puts back would turn a second
+    Ctrl-C into "exit code -2". Everything the node writes is flushed and closed by then.
+    """
+    started = stop.requested_at if stop.requested_at is not None else time.monotonic()
+    deadline = started + SHUTDOWN_BUDGET_S
+    busy = _busy_threads()
+    while busy and time.monotonic() < deadline:
+        time.sleep(0.02)
+        busy = _busy_threads()
+    if busy:
+        names = ', '.join(sorted(thread.name for thread in busy))
+        print(f'[{name}] not waiting for {len(busy)} busy thread(s): {names}', file=sys.stderr)
+    _leave(exit_code)
+
+
+def _leave(exit_code: int) -> NoReturn:
+    """End the process now: flush Python's logging and the standard streams, then _exit."""
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(exit_code)
+
+
+def _busy_threads() -> list[threading.Thread]:
+    main = threading.main_thread()
+    return [t for t in threading.enumerate() if t is not main and not t.daemon and t.is_alive()]
 
 
 def run_lifecycle_node(
     make_node: Callable[[], LifecycleNode],
+    name: str,
     release: Callable[[LifecycleNode], None],
     args: list[str] | None = None,
     num_threads: int = 2,
 ) -> int:
-    """Run a lifecycle node on a multi-threaded executor until shutdown; return an exit code.
+    """Run a lifecycle node on a multi-threaded executor until a stop signal, then exit.
 
-    With the node's ``autostart`` parameter it configures and activates itself (for runs
-    without a lifecycle manager); a failed transition exits with code 1. ``release`` frees
-    what the node holds before it is destroyed.
+    With the node's ``autostart`` parameter it configures and activates itself, at every
+    start (also a respawn), so service comes back without a lifecycle manager; a failed
+    transition exits with code 1. ``release`` frees what the node holds before it is
+    destroyed; the process ends in :func:`finish_process`.
     """
-    rclpy.init(args=args)
+    stop = StopRequest(name)
+    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     node = make_node()
     executor = MultiThreadedExecutor(num_threads=num_threads)
     executor.add_node(node)
+    exit_code = 0
     try:
         if node.get_parameter('autostart').value:
             for transition in (node.trigger_configure, node.trigger_activate):
+                if stop.is_set():
+                    break
                 if transition() != TransitionCallbackReturn.SUCCESS:
                     node.get_logger().error(f'autostart: {transition.__name__} failed')
-                    return 1
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
+                    exit_code = 1
+                    break
+        if exit_code == 0:
+            spin_until_stopped(executor, stop)
     finally:
+        if stop.is_set():
+            node.get_logger().info(f'{stop.signal_name or "stop"}: shutting down')
         release(node)
-        node.destroy_node()
-        executor.shutdown(timeout_sec=2.0)
-        rclpy.try_shutdown()
-    return 0
+        shut_down(node, executor)
+    return finish_process(name, exit_code, stop)
 
 
 def run_node(
@@ -53,26 +190,26 @@ def run_node(
     configuration_errors: tuple[type[BaseException], ...] = (ValueError,),
     release: Callable[[Node], None] | None = None,
 ) -> int:
-    """Run a plain node until shutdown; return an exit code.
+    """Run a plain node until a stop signal, then exit (in :func:`finish_process`).
 
     An error of ``configuration_errors`` while the node is built (a bad parameter, a
-    missing file) is logged as one line under ``name`` and gives exit code 1, with no
+    missing file) is logged as one line under ``name`` and returns exit code 1, with no
     traceback. ``release`` runs before the node is destroyed (final reports, files).
     """
-    rclpy.init(args=args)
+    stop = StopRequest(name)
+    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     try:
         node = make_node()
     except configuration_errors as error:
         rclpy.logging.get_logger(name).error(f'bad configuration: {error}')
         rclpy.try_shutdown()
         return 1
+    executor = rclpy.executors.SingleThreadedExecutor()
+    executor.add_node(node)
     try:
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
+        spin_until_stopped(executor, stop)
     finally:
         if release is not None:
             release(node)
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+        shut_down(node, executor)
+    return finish_process(name, 0, stop)

@@ -44,7 +44,6 @@ from pathlib import Path
 from typing import Any
 
 import torch
-import yaml
 import zmq
 from zmq.auth.thread import ThreadAuthenticator
 from zmq.utils.monitor import recv_monitor_message
@@ -63,6 +62,12 @@ from edge_offload.modes.base import (
     ServerModeContext,
     ServerReply,
     load_server_mode_class,
+)
+from edge_offload.parameter_files import (
+    WILDCARD,
+    ParameterFileError,
+    load_parameter_file,
+    node_parameters,
 )
 
 _logger = logging.getLogger(__name__)
@@ -261,9 +266,11 @@ class EdgeServer:
             return
         self._stopping.set()
         self._wake()
-        self._thread.join(timeout=10.0)
+        self._thread.join(timeout=1.0)
         self._thread = None
-        self._pool.shutdown(wait=True, cancel_futures=True)
+        # Queued computations are cancelled; one already running (a model on a worker)
+        # cannot be interrupted and is not waited for: its reply has nowhere to go.
+        self._pool.shutdown(wait=False, cancel_futures=True)
         with self._lock:
             sessions = list(self._sessions.values())
             self._sessions.clear()
@@ -749,14 +756,10 @@ NODE_ONLY_PARAMETERS = frozenset({'diagnostics_period_s'})
 
 def load_params_file(path: str | Path, node_name: str) -> dict[str, Any]:
     """Return ``node_name``'s ``ros__parameters`` from a ROS 2 parameter YAML file."""
-    text = Path(path).read_text()
-    document = yaml.safe_load(text) or {}
-    for key, section in document.items():
-        if key.strip('/').split('/')[-1] in (node_name, '**') and isinstance(section, dict):
-            params = section.get('ros__parameters')
-            if isinstance(params, dict):
-                return dict(params)
-    raise ValueError(f'{path} has no ros__parameters for {node_name}')
+    sections = load_parameter_file(path)
+    if node_name not in sections and WILDCARD not in sections:
+        raise ParameterFileError(f'{path} has no ros__parameters for {node_name}')
+    return node_parameters(sections, node_name)
 
 
 def main(argv: list[str] | None = None) -> int:
