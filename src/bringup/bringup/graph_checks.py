@@ -10,7 +10,6 @@ self-contained on one machine (its own CURVE keys, a free port).
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
 import yaml
@@ -28,23 +27,6 @@ RELIABLE = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
 LATCHED = QoSProfile(
     depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
 )
-
-
-def launch_file_nodes(path: Path) -> list[tuple[str, str, str]]:
-    """Return ``(package, executable, name)`` of each Node and LifecycleNode of a launch file."""
-    nodes = []
-    for call in ast.walk(ast.parse(path.read_text())):
-        if isinstance(call, ast.Call) and getattr(call.func, 'id', '') in (
-            'Node',
-            'LifecycleNode',
-        ):
-            keywords = {
-                keyword.arg: ast.literal_eval(keyword.value)
-                for keyword in call.keywords
-                if keyword.arg in ('package', 'executable', 'name')
-            }
-            nodes.append((keywords['package'], keywords['executable'], keywords['name']))
-    return nodes
 
 
 def loopback_params_file(source: Path, directory: Path, port: int) -> Path:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -35,39 +36,37 @@ from rclpy.exceptions import ParameterException
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
 from rclpy.node import Node
-from rclpy.parameter import Parameter
 
 from accumo_ros.scheduler_node import AccumoSchedulerNode
 from bringup.bag_recorder_node import BagRecorderNode
+from bringup.camera_info_file import CameraInfoError
 from bringup.follower_node import FollowerNode
+from bringup.graph_parameters import (
+    GraphArguments,
+    ParameterFileError,
+    graph_parameters,
+    load_parameter_file,
+    write_parameter_file,
+)
 from bringup.people_detection_node import PeopleDetectionNode
 from bringup.people_tracker_node import PeopleTrackerNode
 from bringup.sensor_source_node import SensorSourceNode
+from bringup.sensor_sources import SourceError, resolve_uri
 from bringup.tracking_monitor_node import TrackingMonitorNode
-from edge_offload.assets import AssetMissingError, asset_path
 from edge_offload.edge_server_node import EdgeServerNode
 from edge_offload.keys import ensure_loopback_keys
 from edge_offload.offload_bridge_node import OffloadBridgeNode
 
 DRAIN_TIMEOUT_S = 30.0
-# The AccuMO scheduler's models, which the bridge builds for local fallback with the people model.
-ACCUMO_MODELS = ('accumo_depth', 'accumo_odometry', 'accumo_depth_odometry')
 
 
 def default_params_file() -> Path:
-    """Return the installed ``config/kapao_tracking.yaml`` (or the repository's copy)."""
+    """Return the installed ``config/kapao_tracking.yaml`` (or the source tree's copy)."""
     try:
         share = Path(get_package_share_directory('bringup'))
         return share / 'config' / 'kapao_tracking.yaml'
     except PackageNotFoundError:
-        return Path(__file__).resolve().parents[3] / 'config' / 'kapao_tracking.yaml'
-
-
-def resolve_uri(uri: str) -> str:
-    """Return ``uri`` with an ``asset:`` prefix resolved to the fetched file."""
-    if uri.startswith('asset:'):
-        return str(asset_path(uri.removeprefix('asset:')))
-    return uri
+        return Path(__file__).resolve().parents[1] / 'config' / 'kapao_tracking.yaml'
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -134,8 +133,50 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _overrides(values: dict[str, object]) -> list[Parameter]:
-    return [Parameter(name, value=value) for name, value in values.items() if value is not None]
+def _runner_parameters(
+    args: argparse.Namespace, sections: dict, keys: dict[str, str]
+) -> dict[str, dict]:
+    """Return each node's parameters: the file's, then the given options (as the launch file)."""
+    parameters = graph_parameters(
+        sections,
+        GraphArguments(
+            source=args.source or '',
+            uri=args.uri or '',
+            mode=args.mode or '',
+            model=args.model or '',
+            server_endpoint=args.server_endpoint or '',
+            record_path=args.record or '',
+            depth_source=args.depth_source or '',
+            record_bag=str(args.record_bag) if args.record_bag is not None else '',
+        ),
+    )
+    bag_topics = (args.bag_topics.split(',') if args.bag_topics else []) + ['', '', '']
+    recording = bool(parameters['bag_recorder']['output_dir'])
+    runner_options = {
+        'sensor_source': {
+            'max_frames': args.max_frames,
+            'reliable_sensor_qos': args.reliable_sensor_qos,
+            'rate_mode': args.rate_mode,
+            'bag_image_topic': bag_topics[0] or None,
+            'bag_camera_info_topic': bag_topics[1] or None,
+            'bag_imu_topic': bag_topics[2] or None,
+            # The recorder subscribes to image_raw too: wait for both.
+            'wait_for_subscribers': 2 if recording else None,
+        },
+        'people_detection': {'reliable_sensor_qos': args.reliable_sensor_qos},
+        'bag_recorder': {'reliable_sensor_qos': args.reliable_sensor_qos},
+        'offload_bridge': {
+            'secret_key_file': keys.get('robot_secret'),
+            'server_public_key_file': keys.get('server_public'),
+        },
+        'edge_server': {
+            'secret_key_file': keys.get('server_secret'),
+            'authorized_clients_dir': keys.get('authorized'),
+        },
+    }
+    for node, values in runner_options.items():
+        parameters[node].update({name: v for name, v in values.items() if v is not None})
+    return parameters
 
 
 def _activate(node: LifecycleNode) -> bool:
@@ -150,12 +191,11 @@ def main(argv: list[str] | None = None) -> int:
     """Run the graph until the source ends (finite sources) or Ctrl-C; return an exit code."""
     args = build_parser().parse_args(argv)
     params_file = args.params_file or default_params_file()
-    if not params_file.is_file():
-        print(f'kapao_tracking: parameter file {params_file} not found', file=sys.stderr)
-        return 1
     try:
-        uri = resolve_uri(args.uri) if args.uri is not None else None
-    except AssetMissingError as error:
+        sections = load_parameter_file(params_file)
+        if args.uri is not None:
+            resolve_uri(args.uri)  # a missing asset fails here, before models load
+    except (ParameterFileError, SourceError) as error:
         print(f'kapao_tracking: {error}', file=sys.stderr)
         return 1
     keys = ensure_loopback_keys(args.keys_dir) if args.keys_dir else {}
@@ -165,10 +205,16 @@ def main(argv: list[str] | None = None) -> int:
             'kapao_tracking.launch.py rviz:=true); not started here',
             file=sys.stderr,
         )
+    parameters = _runner_parameters(args, sections, keys)
+    with tempfile.TemporaryDirectory(prefix='kapao_tracking_') as directory:
+        run_params = write_parameter_file(parameters, Path(directory) / 'parameters.yaml')
+        rclpy.init(
+            args=['--ros-args', '--params-file', str(run_params), '--log-level', args.log_level]
+        )
+        return _run(args, parameters)
 
-    rclpy.init(
-        args=['--ros-args', '--params-file', str(params_file), '--log-level', args.log_level]
-    )
+
+def _run(args: argparse.Namespace, parameters: dict[str, dict]) -> int:
     executor = MultiThreadedExecutor(num_threads=8)
     nodes: list[Node] = []
     lifecycle_nodes: list[LifecycleNode] = []
@@ -179,80 +225,30 @@ def main(argv: list[str] | None = None) -> int:
     recorder: BagRecorderNode | None = None
     try:
         if args.start_edge_server:
-            server = EdgeServerNode(
-                parameter_overrides=_overrides(
-                    {
-                        'secret_key_file': keys.get('server_secret'),
-                        'authorized_clients_dir': keys.get('authorized'),
-                        # The bridge's endpoint is where the local server listens.
-                        'endpoint': args.server_endpoint,
-                    }
-                )
-            )
+            server = EdgeServerNode()
             nodes.append(server)
             lifecycle_nodes.append(server)
             if not _activate(server):
                 return 1
-        bridge = OffloadBridgeNode(
-            parameter_overrides=_overrides(
-                {
-                    'mode': args.mode,
-                    'server_endpoint': args.server_endpoint,
-                    'models': [args.model, *ACCUMO_MODELS] if args.model else None,
-                    'secret_key_file': keys.get('robot_secret'),
-                    'server_public_key_file': keys.get('server_public'),
-                }
-            )
-        )
+        bridge = OffloadBridgeNode()
         nodes.append(bridge)
         lifecycle_nodes.append(bridge)
         if not _activate(bridge):
             return 1
-        detection = PeopleDetectionNode(
-            parameter_overrides=_overrides(
-                {'model': args.model, 'reliable_sensor_qos': args.reliable_sensor_qos}
-            )
-        )
+        detection = PeopleDetectionNode()
         nodes.append(detection)
-        monitor = TrackingMonitorNode(parameter_overrides=_overrides({'record_path': args.record}))
+        monitor = TrackingMonitorNode()
         nodes.append(monitor)
         if args.follow:
-            tracker = PeopleTrackerNode(
-                parameter_overrides=_overrides({'depth_source': args.depth_source})
-            )
-            nodes.append(tracker)
-            if tracker.depth_source == 'accumo':
+            nodes.append(PeopleTrackerNode())
+            if parameters['people_tracker']['depth_source'] == 'accumo':
                 nodes.append(AccumoSchedulerNode())
             nodes.append(FollowerNode())
-        if args.record_bag is not None:
+        if parameters['bag_recorder']['output_dir']:
             # Before the source starts, so the bag holds the whole run.
-            recorder = BagRecorderNode(
-                parameter_overrides=_overrides(
-                    {
-                        'output_dir': str(args.record_bag),
-                        'metrics_file': f'{args.record_bag}.metrics.json',
-                        'reliable_sensor_qos': args.reliable_sensor_qos,
-                    }
-                )
-            )
+            recorder = BagRecorderNode()
             nodes.append(recorder)
-        bag_topics = (args.bag_topics.split(',') if args.bag_topics else []) + ['', '', '']
-        source = SensorSourceNode(
-            parameter_overrides=_overrides(
-                {
-                    'source': args.source,
-                    'uri': uri,
-                    'max_frames': args.max_frames,
-                    'reliable_sensor_qos': args.reliable_sensor_qos,
-                    'rate_mode': args.rate_mode,
-                    'bag_image_topic': bag_topics[0] or None,
-                    'bag_camera_info_topic': bag_topics[1] or None,
-                    'bag_imu_topic': bag_topics[2] or None,
-                    # The recorder subscribes to image_raw too: wait for both.
-                    'wait_for_subscribers': 2 if recorder is not None else None,
-                }
-            )
-        )
+        source = SensorSourceNode()
         nodes.append(source)
         for node in nodes:
             executor.add_node(node)
@@ -267,13 +263,13 @@ def main(argv: list[str] | None = None) -> int:
             while detection.busy() and time.monotonic() < deadline and not stop.is_set():
                 time.sleep(0.05)
             exit_code = 0 if source.error is None else 1
-    except (ValueError, ParameterException) as error:
+    except (ValueError, ParameterException, SourceError, CameraInfoError) as error:
         rclpy.logging.get_logger('kapao_tracking').error(f'bad configuration: {error}')
         exit_code = 1
     finally:
         if recorder is not None:
             recorder.close()
-            recorder.get_logger().info(f'bag written: {args.record_bag}')
+            recorder.get_logger().info(f'bag written: {parameters["bag_recorder"]["output_dir"]}')
         if monitor is not None:
             monitor.close()
             monitor.get_logger().info(f'summary: {monitor.final_report()}')

@@ -4,37 +4,39 @@
 
 from __future__ import annotations
 
-import launch
-import lifecycle_msgs.msg
-from launch.actions import EmitEvent, RegisterEventHandler
-from launch.conditions import Condition
-from launch_ros.actions import LifecycleNode
-from launch_ros.event_handlers import OnStateTransition
-from launch_ros.events.lifecycle import ChangeState
+from pathlib import Path
+from typing import Any
+
+import launch.logging
+from launch import LaunchContext
+from launch.conditions import IfCondition
+from launch.substitutions import LaunchConfiguration
+
+from bringup.graph_parameters import write_parameter_file
+
+# A killed lifecycle node comes back after this long (and autostarts again).
+RESPAWN_DELAY_S = 1.0
 
 
-def configure_then_activate(node: LifecycleNode, condition: Condition | None = None) -> list:
-    """Return the actions that configure ``node`` and activate it once inactive."""
-    configure = EmitEvent(
-        event=ChangeState(
-            lifecycle_node_matcher=launch.events.matches_action(node),
-            transition_id=lifecycle_msgs.msg.Transition.TRANSITION_CONFIGURE,
-        ),
-        condition=condition,
-    )
-    activate = RegisterEventHandler(
-        OnStateTransition(
-            target_lifecycle_node=node,
-            goal_state='inactive',
-            entities=[
-                EmitEvent(
-                    event=ChangeState(
-                        lifecycle_node_matcher=launch.events.matches_action(node),
-                        transition_id=lifecycle_msgs.msg.Transition.TRANSITION_ACTIVATE,
-                    )
-                )
-            ],
-        ),
-        condition=condition,
-    )
-    return [activate, configure]
+def argument(context: LaunchContext, name: str) -> str:
+    """Return the value of launch argument ``name``."""
+    return LaunchConfiguration(name).perform(context)
+
+
+def enabled(context: LaunchContext, name: str) -> bool:
+    """Return launch argument ``name`` as a boolean (true/false/1/0, any case; else an error)."""
+    return IfCondition(LaunchConfiguration(name)).evaluate(context)
+
+
+def write_launch_parameters(
+    parameters: dict[str, dict[str, Any]], file_name: str, namespace: str
+) -> Path:
+    """Write the nodes' effective parameters into this launch's log folder and return the path.
+
+    Every node reads its parameters from this one file, and it stays next to the launch log,
+    so what a run used can be read afterwards (``~/.ros/log/<run>/<file_name>``).
+    """
+    path = Path(launch.logging.launch_config.log_dir) / file_name
+    write_parameter_file(parameters, path, namespace)
+    launch.logging.get_logger('launch').info(f'node parameters: {path}')
+    return path

@@ -5,6 +5,8 @@
 Every source is an iterator of :class:`Frame` and :class:`ImuSample` in time order, with
 ``close()``; :func:`open_source` opens one from a :class:`SourceConfig`:
 
+``uri`` may name a fetched asset, ``asset:media/opencv/vtest.avi`` (:func:`resolve_uri`).
+
 * ``camera``: a V4L2 camera through OpenCV (``uri`` is an index or ``/dev/videoN``);
   stamped with the host clock when the frame is grabbed.
 * ``video``: a video file through OpenCV; stamped with the frame's position in the file
@@ -31,7 +33,7 @@ import math
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +41,7 @@ import cv2
 import numpy as np
 
 from bringup.camera_info_file import CameraCalibration, CameraInfoError, default_pinhole
+from edge_offload.assets import AssetMissingError, asset_path
 
 _LOGGER = logging.getLogger('bringup.sensor_sources')
 
@@ -71,6 +74,9 @@ _IMU_TYPE = 'sensor_msgs/msg/Imu'
 _BAG_REORDER_WINDOW = 64
 # Synthetic pattern: how far it moves per frame, as a fraction of the image width.
 _SYNTHETIC_SHIFT_FRACTION = 1.0 / 120.0
+
+
+ASSET_PREFIX = 'asset:'
 
 
 class SourceError(RuntimeError):
@@ -152,8 +158,27 @@ class SensorSource(ABC):
         self.close()
 
 
+def resolve_uri(uri: str) -> str:
+    """Return ``uri`` with an ``asset:NAME`` prefix resolved to the fetched file's path.
+
+    ``asset:media/opencv/vtest.avi`` names a file that ``make setup`` fetched (see
+    :mod:`edge_offload.assets`); other URIs are returned as they are.
+    """
+    if not uri.startswith(ASSET_PREFIX):
+        return uri
+    try:
+        return str(asset_path(uri.removeprefix(ASSET_PREFIX)))
+    except AssetMissingError as error:
+        raise SourceError(str(error)) from None
+
+
 def open_source(config: SourceConfig) -> SensorSource:
-    """Open the source ``config`` describes; raise SourceError if that is not possible."""
+    """Open the source ``config`` describes; raise SourceError if that is not possible.
+
+    An ``asset:`` URI is resolved first (:func:`resolve_uri`).
+    """
+    if config.uri.startswith(ASSET_PREFIX):
+        config = replace(config, uri=resolve_uri(config.uri))
     opener = {
         'camera': _CameraSource,
         'video': _VideoSource,

@@ -1,0 +1,97 @@
+# Copyright 2026 The edge_offload authors
+# SPDX-License-Identifier: Apache-2.0
+"""Start the edge server on the edge (GPU) machine.
+
+    ros2 launch bringup edge_server.launch.py
+    ros2 launch bringup edge_server.launch.py endpoint:=tcp://0.0.0.0:6000
+
+The server is a lifecycle node that configures (loads the models and keys) and activates
+(binds the endpoint) itself at start and after every respawn, so a crashed server comes
+back without anyone calling ``ros2 lifecycle set``. Its default parameter file serves what
+a robot started with ``kapao_tracking.launch.py`` asks for. Robots connect with CURVE keys
+made by ``edge_offload_keygen``; their public keys go in ``authorized_clients_dir``.
+"""
+
+from __future__ import annotations
+
+import os
+
+from ament_index_python.packages import get_package_share_directory
+from launch import Action, LaunchContext, LaunchDescription
+from launch.actions import DeclareLaunchArgument, OpaqueFunction, SetEnvironmentVariable
+from launch_ros.actions import LifecycleNode
+
+from bringup.graph_parameters import (
+    GraphArguments,
+    graph_parameters,
+    load_parameter_file,
+    parse_flag,
+)
+from bringup.launch_helpers import RESPAWN_DELAY_S, argument, enabled, write_launch_parameters
+
+
+def generate_launch_description() -> LaunchDescription:
+    """Declare the arguments; the server is made once their values are known."""
+    share = get_package_share_directory('bringup')
+    return LaunchDescription(
+        [
+            DeclareLaunchArgument(
+                'params_file',
+                default_value=os.path.join(share, 'config', 'edge_server.yaml'),
+                description='Parameter file of the edge server (models, modes, keys, limits)',
+            ),
+            DeclareLaunchArgument(
+                'endpoint',
+                default_value='',
+                description="ZeroMQ endpoint the server binds (robots connect to it); '' = the "
+                "parameter file's value",
+            ),
+            DeclareLaunchArgument(
+                'namespace', default_value='', description='Namespace of the server node'
+            ),
+            DeclareLaunchArgument(
+                'use_sim_time',
+                default_value='',
+                description="true: the server follows /clock; '' = the parameter file's value",
+            ),
+            DeclareLaunchArgument(
+                'autostart',
+                default_value='true',
+                description='Configure and activate at start and after a respawn; false '
+                'leaves the server unconfigured for a lifecycle manager',
+            ),
+            DeclareLaunchArgument(
+                'log_level', default_value='info', description='Log level of the server'
+            ),
+            SetEnvironmentVariable('RCUTILS_LOGGING_BUFFERED_STREAM', '1'),
+            OpaqueFunction(function=_server),
+        ]
+    )
+
+
+def _server(context: LaunchContext) -> list[Action]:
+    sections = load_parameter_file(argument(context, 'params_file'))
+    parameters = graph_parameters(
+        sections,
+        GraphArguments(
+            server_endpoint=argument(context, 'endpoint'),
+            use_sim_time=parse_flag(argument(context, 'use_sim_time'), 'use_sim_time'),
+            autostart=enabled(context, 'autostart'),
+        ),
+        nodes=('edge_server',),
+    )
+    namespace = argument(context, 'namespace')
+    params_file = write_launch_parameters(parameters, 'edge_server_parameters.yaml', namespace)
+    return [
+        LifecycleNode(
+            package='edge_offload',
+            executable='edge_server',
+            name='edge_server',
+            namespace=namespace,
+            parameters=[params_file],
+            ros_arguments=['--log-level', argument(context, 'log_level')],
+            output='screen',
+            respawn=True,
+            respawn_delay=RESPAWN_DELAY_S,
+        )
+    ]

@@ -1,0 +1,121 @@
+# Copyright 2026 The edge_offload authors
+# SPDX-License-Identifier: Apache-2.0
+"""Start the offload bridge (robot) and, optionally, an edge server on the same machine.
+
+    ros2 launch bringup offload_substrate.launch.py start_edge_server:=true
+    ros2 launch bringup offload_substrate.launch.py server_endpoint:=tcp://edge:5555
+
+Both are lifecycle nodes that configure and activate themselves at start and after every
+respawn. Applications send ``Offload`` goals to the bridge's ``offload`` action. Keys come
+from ``edge_offload_keygen``. An argument left empty leaves the parameter file's value.
+"""
+
+from __future__ import annotations
+
+import os
+
+from ament_index_python.packages import get_package_share_directory
+from launch import Action, LaunchContext, LaunchDescription
+from launch.actions import DeclareLaunchArgument, OpaqueFunction, SetEnvironmentVariable
+from launch_ros.actions import LifecycleNode
+
+from bringup.graph_parameters import (
+    GraphArguments,
+    graph_parameters,
+    load_parameter_file,
+    parse_flag,
+)
+from bringup.launch_helpers import RESPAWN_DELAY_S, argument, enabled, write_launch_parameters
+
+
+def generate_launch_description() -> LaunchDescription:
+    """Declare the arguments; the nodes are made once their values are known."""
+    config_dir = os.path.join(get_package_share_directory('bringup'), 'config')
+    return LaunchDescription(
+        [
+            DeclareLaunchArgument(
+                'namespace', default_value='', description='Namespace of both nodes'
+            ),
+            DeclareLaunchArgument(
+                'bridge_params_file',
+                default_value=os.path.join(config_dir, 'offload_bridge.yaml'),
+                description='Parameter file of the offload bridge',
+            ),
+            DeclareLaunchArgument(
+                'server_params_file',
+                default_value=os.path.join(config_dir, 'edge_server.yaml'),
+                description='Parameter file of the edge server',
+            ),
+            DeclareLaunchArgument(
+                'start_edge_server',
+                default_value='false',
+                description='Also start an edge server here (single-machine runs and demos)',
+            ),
+            DeclareLaunchArgument(
+                'mode',
+                default_value='',
+                description='Offloading mode of the bridge (local, nnto, per_op, rrto, '
+                "layer_split, lopinfer); '' = the parameter file's value",
+            ),
+            DeclareLaunchArgument(
+                'server_endpoint',
+                default_value='',
+                description='Edge server endpoint the bridge connects to (and a local server '
+                "binds); '' = the parameter files' values",
+            ),
+            DeclareLaunchArgument(
+                'use_sim_time',
+                default_value='',
+                description="true: both nodes follow /clock; '' = the parameter files' values",
+            ),
+            DeclareLaunchArgument(
+                'autostart',
+                default_value='true',
+                description='Configure and activate at start and after a respawn; false '
+                'leaves the nodes unconfigured for a lifecycle manager',
+            ),
+            DeclareLaunchArgument(
+                'log_level', default_value='info', description='Log level of both nodes'
+            ),
+            SetEnvironmentVariable('RCUTILS_LOGGING_BUFFERED_STREAM', '1'),
+            OpaqueFunction(function=_nodes),
+        ]
+    )
+
+
+def _nodes(context: LaunchContext) -> list[Action]:
+    given = GraphArguments(
+        mode=argument(context, 'mode'),
+        server_endpoint=argument(context, 'server_endpoint'),
+        use_sim_time=parse_flag(argument(context, 'use_sim_time'), 'use_sim_time'),
+        autostart=enabled(context, 'autostart'),
+    )
+    parameters = graph_parameters(
+        load_parameter_file(argument(context, 'bridge_params_file')),
+        given,
+        nodes=('offload_bridge',),
+    )
+    if enabled(context, 'start_edge_server'):
+        parameters |= graph_parameters(
+            load_parameter_file(argument(context, 'server_params_file')),
+            given,
+            nodes=('edge_server',),
+        )
+    namespace = argument(context, 'namespace')
+    params_file = write_launch_parameters(
+        parameters, 'offload_substrate_parameters.yaml', namespace
+    )
+    return [
+        LifecycleNode(
+            package='edge_offload',
+            executable=node,
+            name=node,
+            namespace=namespace,
+            parameters=[params_file],
+            ros_arguments=['--log-level', argument(context, 'log_level')],
+            output='screen',
+            respawn=True,
+            respawn_delay=RESPAWN_DELAY_S,
+        )
+        for node in parameters
+    ]
