@@ -9,8 +9,10 @@ the offload bridge as an ``Offload`` goal for the configured people model, and p
 
 Frames wait in a bounded queue while ``max_in_flight`` goals are outstanding; when it is
 full the oldest frame is dropped (a tracker wants the newest frame, not a backlog) and the
-drop is counted in ``/diagnostics``. Nothing here blocks: goals, results and the queue are
-all driven by executor callbacks.
+drop is counted in ``/diagnostics``. A goal whose result has not come after
+``goal_timeout_s`` is abandoned and counted: a bridge that was killed never answers, and
+detection carries on with the bridge that replaces it. Nothing here blocks: goals, results
+and the queue are all driven by executor callbacks.
 """
 
 from __future__ import annotations
@@ -58,6 +60,14 @@ PARAMETERS = (
         'deadline_s', 0.0, 'Time allowed per frame from goal to result; 0 = none.', 0.0, 60.0
     ),
     ParamSpec('max_in_flight', 1, 'Goals outstanding at once on the bridge.', 1, 16),
+    ParamSpec(
+        'goal_timeout_s',
+        8.0,
+        'A goal without a result this long is abandoned and counted (the bridge died or '
+        'restarted: its result will never come); 0 = wait for ever.',
+        0.0,
+        600.0,
+    ),
     ParamSpec(
         'queue_size', 2, 'Frames waiting for a free goal slot; the oldest is dropped.', 1, 64
     ),
@@ -112,7 +122,9 @@ class PeopleDetectionNode(Node):
         self._queue: collections.deque[_Frame] = collections.deque(
             maxlen=self._config['queue_size']
         )
-        self._in_flight = 0
+        # Goals sent and not answered: sequence number -> when they were sent.
+        self._outstanding: dict[int, float] = {}
+        self._next_goal = 0
         self._pinhole: Pinhole | None = None
         self._latencies_s: collections.deque[float] = collections.deque(maxlen=LATENCY_WINDOW)
         self._counts = collections.Counter()
@@ -142,7 +154,7 @@ class PeopleDetectionNode(Node):
 
     def busy(self) -> bool:
         """Return True while frames wait or goals are outstanding (thread-safe read)."""
-        return bool(self._queue) or self._in_flight > 0
+        return bool(self._queue) or bool(self._outstanding)
 
     # -- frames -------------------------------------------------------------------------
 
@@ -157,7 +169,8 @@ class PeopleDetectionNode(Node):
         self._pump()
 
     def _pump(self) -> None:
-        while self._queue and self._in_flight < self._config['max_in_flight']:
+        self._abandon_unanswered_goals()
+        while self._queue and len(self._outstanding) < self._config['max_in_flight']:
             if not self._client.server_is_ready():
                 now = time.monotonic()
                 if self._bridge_missing_since is None:
@@ -180,42 +193,67 @@ class PeopleDetectionNode(Node):
         goal.image_input_names = [self._config['image_input_name']]
         deadline_s = self._config['deadline_s']
         goal.deadline = Duration(sec=int(deadline_s), nanosec=int((deadline_s % 1.0) * 1e9))
-        self._in_flight += 1
+        sequence = self._next_goal
+        self._next_goal += 1
+        self._outstanding[sequence] = time.monotonic()
         self._counts['goals_sent'] += 1
         future = self._client.send_goal_async(goal)
-        future.add_done_callback(lambda done: self._on_goal_response(done, frame))
+        future.add_done_callback(lambda done: self._on_goal_response(done, frame, sequence))
 
-    def _on_goal_response(self, future, frame: _Frame) -> None:  # noqa: ANN001 - rclpy Future
+    def _on_goal_response(self, future, frame: _Frame, sequence: int) -> None:  # noqa: ANN001
         handle = future.result()
+        if sequence not in self._outstanding:
+            return  # abandoned meanwhile
         if handle is None or not handle.accepted:
-            self._finish_failed('goal rejected by the offload bridge')
+            self._finish_failed(sequence, 'goal rejected by the offload bridge')
             return
-        handle.get_result_async().add_done_callback(lambda done: self._on_result(done, frame))
+        handle.get_result_async().add_done_callback(
+            lambda done: self._on_result(done, frame, sequence)
+        )
 
-    def _finish_failed(self, reason: str) -> None:
-        self._in_flight -= 1
+    def _abandon_unanswered_goals(self) -> None:
+        timeout_s = self._config['goal_timeout_s']
+        if timeout_s <= 0:
+            return
+        now = time.monotonic()
+        for sequence, sent in list(self._outstanding.items()):
+            if now - sent > timeout_s:
+                del self._outstanding[sequence]
+                self._counts['goals_abandoned'] += 1
+                self.get_logger().warning(
+                    f'no result from the offload bridge {timeout_s:.1f} s after a goal: '
+                    'abandoned it (was the bridge restarted?)',
+                    throttle_duration_sec=5.0,
+                )
+
+    def _finish_failed(self, sequence: int, reason: str) -> None:
+        self._outstanding.pop(sequence, None)
         self._counts['errors'] += 1
         self.get_logger().warning(f'frame not processed: {reason}', throttle_duration_sec=2.0)
         self._pump()
 
-    def _on_result(self, future, frame: _Frame) -> None:  # noqa: ANN001 - rclpy Future
+    def _on_result(self, future, frame: _Frame, sequence: int) -> None:  # noqa: ANN001
+        if sequence not in self._outstanding:
+            self._counts['late_results_ignored'] += 1
+            return
         response = future.result()
         result = response.result
         if response.status != GoalStatus.STATUS_SUCCEEDED and not result.outputs:
             self._finish_failed(
-                f'offload ended with status {response.status}: {result.error_message or "?"}'
+                sequence,
+                f'offload ended with status {response.status}: {result.error_message or "?"}',
             )
             return
         if result.error_code != Offload.Result.ERROR_NONE and not result.outputs:
-            self._finish_failed(result.error_message)
+            self._finish_failed(sequence, result.error_message)
             return
         try:
             outputs = {blob.name: from_tensor_blob(blob) for blob in result.outputs}
             people = People.from_outputs(outputs, self._config['min_score'])
         except (TensorBlobError, PeopleOutputError) as error:
-            self._finish_failed(f'model outputs are not people: {error}')
+            self._finish_failed(sequence, f'model outputs are not people: {error}')
             return
-        self._in_flight -= 1
+        del self._outstanding[sequence]
         self._counts['results'] += 1
         if result.fell_back:
             self._counts['fallbacks'] += 1
@@ -271,7 +309,7 @@ class PeopleDetectionNode(Node):
         status.hardware_id = self._config['model']
         latencies = np.array(self._latencies_s) if self._latencies_s else None
         values = dict(self._counts)
-        values.update(in_flight=self._in_flight, queued=len(self._queue))
+        values.update(in_flight=len(self._outstanding), queued=len(self._queue))
         values['last_mode'] = self._last_mode
         values['last_people'] = self._last_people
         values['model_is_trained'] = self._model_is_trained
@@ -279,11 +317,11 @@ class PeopleDetectionNode(Node):
             values['latency_p50_s'] = f'{np.percentile(latencies, 50):.4f}'
             values['latency_p95_s'] = f'{np.percentile(latencies, 95):.4f}'
         status.values = [KeyValue(key=key, value=str(value)) for key, value in values.items()]
-        if self._counts['errors'] or self._counts['fallbacks']:
+        if self._counts['errors'] or self._counts['fallbacks'] or self._counts['goals_abandoned']:
             status.level = DiagnosticStatus.WARN
             status.message = (
-                f'{self._counts["errors"]} frames failed, {self._counts["fallbacks"]} ran locally '
-                'after a fallback'
+                f'{self._counts["errors"]} frames failed, {self._counts["goals_abandoned"]} '
+                f'goals unanswered, {self._counts["fallbacks"]} ran locally after a fallback'
             )
         elif self._counts['frames_dropped']:
             status.level = DiagnosticStatus.OK
