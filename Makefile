@@ -9,6 +9,8 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
 IN_WORKSPACE := source tools/workspace_env.sh &&
+# The workspace plus ROS 2's launch tooling (built from ../shared/ros2-launch where it exists).
+WITH_LAUNCH_TOOLING := $(IN_WORKSPACE) source tools/ros2_launch_env.sh &&
 
 .PHONY: help setup run bench test lint format lock clean
 
@@ -26,8 +28,8 @@ run:  ## The main job: people detection on real video (vtest.avi), offloaded to 
 bench:  ## Offload latency benchmark: protocol round trip, local vs nnto over emulated links.
 	@$(IN_WORKSPACE) python benchmarks/offload_latency.py --requests 20
 
-test:  ## Run every test (unit, ROS integration, lint) and print pytest's summary.
-	@$(IN_WORKSPACE) python -m pytest
+test:  ## Run every test (unit, ROS over DDS, ros2 launch and launch tests, lint); print the summary.
+	@$(WITH_LAUNCH_TOOLING) python -m pytest
 
 lint:  ## Check formatting and lint the whole tree with ruff.
 	@$(IN_WORKSPACE) ruff check . && ruff format --check .

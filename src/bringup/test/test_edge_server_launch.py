@@ -1,11 +1,10 @@
 # Copyright 2026 The edge_offload authors
 # SPDX-License-Identifier: Apache-2.0
-"""launch_testing test of ``edge_server.launch.py`` (runs where launch_testing is installed).
+"""launch_testing test of ``edge_server.launch.py`` (``launch_test`` runs it).
 
-The launch file must bring the lifecycle edge server to ``active`` (its configure and
-activate event handlers) and leave it listening on the endpoint argument; after shutdown
-the process exited cleanly. Skipped with that reason where ``launch_testing`` is missing;
-``test/test_launch_equivalents_system.py`` checks the same with processes there.
+The launch file must bring the lifecycle edge server to ``active`` by itself (autostart)
+and leave it listening on the endpoint argument; after shutdown the process exited
+cleanly. ``test_launch_tests.py`` runs it; pytest does not collect it (``conftest.py``).
 """
 
 from __future__ import annotations
@@ -17,23 +16,19 @@ import time
 import unittest
 from pathlib import Path
 
+import launch_testing
+import launch_testing.actions
+import launch_testing.asserts
 import pytest
+import rclpy
+from ament_index_python.packages import get_package_share_directory
+from launch import LaunchDescription
+from launch.actions import IncludeLaunchDescription
+from launch.launch_description_sources import PythonLaunchDescriptionSource
+from lifecycle_msgs.srv import GetState
 
-pytest.importorskip(
-    'launch_testing', reason='launch_testing is not installed (needs a ROS 2 distribution)'
-)
-import launch_testing  # noqa: E402
-import launch_testing.actions  # noqa: E402
-import launch_testing.asserts  # noqa: E402
-import rclpy  # noqa: E402
-from ament_index_python.packages import get_package_share_directory  # noqa: E402
-from launch import LaunchDescription  # noqa: E402
-from launch.actions import IncludeLaunchDescription  # noqa: E402
-from launch.launch_description_sources import PythonLaunchDescriptionSource  # noqa: E402
-from lifecycle_msgs.srv import GetState  # noqa: E402
-
-from bringup.graph_checks import loopback_params_file  # noqa: E402
-from edge_offload.testing import free_tcp_port  # noqa: E402
+from bringup.graph_checks import loopback_params_file
+from edge_offload.testing import free_tcp_port
 
 SHARE = Path(get_package_share_directory('bringup'))
 
@@ -69,7 +64,7 @@ class TestServerActive(unittest.TestCase):
 
     def test_server_becomes_active_and_listens(self, port) -> None:  # noqa: ANN001
         client = self.node.create_client(GetState, '/edge_server/get_state')
-        assert client.wait_for_service(timeout_sec=60.0)
+        assert client.wait_for_service(timeout_sec=60.0), 'no /edge_server/get_state service'
         label = ''
         deadline = time.monotonic() + 120.0
         while label != 'active' and time.monotonic() < deadline:
@@ -77,9 +72,9 @@ class TestServerActive(unittest.TestCase):
             rclpy.spin_until_future_complete(self.node, future, timeout_sec=5.0)
             label = future.result().current_state.label if future.done() else ''
             time.sleep(0.2)
-        assert label == 'active'
+        assert label == 'active', f'edge_server is {label or "not answering"}, not active'
         with socket.create_connection(('127.0.0.1', port), timeout=5.0):
-            pass
+            pass  # raises (saying why) unless the endpoint listens
 
 
 @launch_testing.post_shutdown_test()

@@ -1,15 +1,16 @@
 # Copyright 2026 The edge_offload authors
 # SPDX-License-Identifier: Apache-2.0
-"""launch_testing test of ``kapao_tracking.launch.py`` (runs where launch_testing is installed).
+"""launch_testing test of ``kapao_tracking.launch.py`` (``launch_test`` runs it).
 
-Launches the whole graph on one machine (``start_edge_server:=true source:=synthetic``, its
-own CURVE keys and port) and checks, with :class:`bringup.graph_checks.GraphWatcher`, that
-people are detected through the edge server, AccuMO publishes depth and odometry, tracks
-come out in the odometry frame, the link is up and the follower commands a robot that has
-nobody to follow to stand still; after shutdown, every process exited cleanly. Where
-``launch_testing`` is missing (the PyPI ROS wheels) this module is skipped with that reason;
-``test/test_launch_equivalents_system.py`` starts the same nodes as processes and checks the
-same behaviour there.
+Launches the whole graph on one machine (``start_edge_server:=true source:=synthetic``)
+with a parameter file of its own (CURVE keys and a free port), giving no endpoint argument:
+the file's endpoint must be the one used. ``follow:=True`` (capitalised, as users type it)
+must start the AccuMO scheduler as well as the tracker and the follower. It checks, with
+:class:`bringup.graph_checks.GraphWatcher`, that people are detected through the edge
+server, AccuMO publishes depth and odometry, tracks come out in the odometry frame, the
+link is up and the follower holds a robot that has nobody to follow still; after shutdown,
+every process exited cleanly and the bag of the run was written.
+``test_launch_tests.py`` runs it; pytest does not collect it (``conftest.py``).
 """
 
 from __future__ import annotations
@@ -20,22 +21,18 @@ import time
 import unittest
 from pathlib import Path
 
+import launch_testing
+import launch_testing.actions
+import launch_testing.asserts
 import pytest
+import rclpy
+from ament_index_python.packages import get_package_share_directory
+from launch import LaunchDescription
+from launch.actions import IncludeLaunchDescription
+from launch.launch_description_sources import PythonLaunchDescriptionSource
 
-pytest.importorskip(
-    'launch_testing', reason='launch_testing is not installed (needs a ROS 2 distribution)'
-)
-import launch_testing  # noqa: E402
-import launch_testing.actions  # noqa: E402
-import launch_testing.asserts  # noqa: E402
-import rclpy  # noqa: E402
-from ament_index_python.packages import get_package_share_directory  # noqa: E402
-from launch import LaunchDescription  # noqa: E402
-from launch.actions import IncludeLaunchDescription  # noqa: E402
-from launch.launch_description_sources import PythonLaunchDescriptionSource  # noqa: E402
-
-from bringup.graph_checks import GraphWatcher, loopback_params_file  # noqa: E402
-from edge_offload.testing import free_tcp_port  # noqa: E402
+from bringup.graph_checks import GraphWatcher, loopback_params_file
+from edge_offload.testing import free_tcp_port
 
 SHARE = Path(get_package_share_directory('bringup'))
 
@@ -53,6 +50,7 @@ def generate_test_description():  # noqa: ANN201 - launch_testing's entry point
             'params_file': os.fspath(params),
             'source': 'synthetic',
             'start_edge_server': 'true',
+            'follow': 'True',
             'record_bag': os.fspath(directory / 'run'),
         }.items(),
     )
@@ -79,8 +77,10 @@ class TestGraphRuns(unittest.TestCase):
         deadline = time.monotonic() + 240.0
         while self.watcher.missing() and time.monotonic() < deadline:
             rclpy.spin_once(self.node, timeout_sec=0.1)
-        assert self.watcher.missing() == []
-        assert self.watcher.robot_stayed_still()
+        missing = self.watcher.missing()
+        assert missing == [], f'the graph has not shown: {missing}'
+        commands = self.watcher.commands
+        assert self.watcher.robot_stayed_still(), f'the robot was told to move: {commands[-5:]}'
 
 
 @launch_testing.post_shutdown_test()
@@ -91,5 +91,6 @@ class TestGraphShutdown(unittest.TestCase):
         launch_testing.asserts.assertExitCodes(proc_info)
 
     def test_run_was_recorded(self, directory) -> None:  # noqa: ANN001
-        assert (directory / 'run' / 'metadata.yaml').is_file()
-        assert (directory / 'run.metrics.json').is_file()
+        written = sorted(path.name for path in directory.iterdir())
+        assert (directory / 'run' / 'metadata.yaml').is_file(), f'{directory}: {written}'
+        assert (directory / 'run.metrics.json').is_file(), f'{directory}: {written}'

@@ -1,0 +1,272 @@
+# Copyright 2026 The edge_offload authors
+# SPDX-License-Identifier: Apache-2.0
+"""The launch files as a user runs them: ``ros2 launch``, the ``ros2`` CLI, Ctrl-C, kill -9.
+
+Each test starts ``ros2 launch`` in a process group of its own (a terminal), with a home
+folder of its own whose CURVE keys ``edge_offload_keygen`` made, as the README says, and
+the default parameter files. They need the ROS 2 command line (see
+:mod:`edge_offload.testing.ros2_cli`); without it they skip, saying why.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+import signal
+import time
+from pathlib import Path
+
+import pytest
+from diagnostic_msgs.msg import DiagnosticArray
+from rclpy.node import Node
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+
+from edge_offload.testing import free_tcp_port, spin_until
+from edge_offload.testing.ros2_cli import (
+    Ros2Launch,
+    require_ros2_cli,
+    run_ros2,
+    run_ros2_for,
+)
+from offload_interfaces.msg import PersonArray
+
+LAUNCH_DIR = Path(__file__).resolve().parents[1] / 'launch'
+LAUNCH_FILES = sorted(LAUNCH_DIR.glob('*.launch.py'))
+VIDEO = 'uri:=asset:media/opencv/vtest.avi'
+RELIABLE = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
+# Every node is gone this long after Ctrl-C (ros_node_main.SHUTDOWN_BUDGET_S is 1.5 s).
+EXIT_BOUND_S = 2.0
+
+
+@pytest.fixture
+def user_home(tmp_path, monkeypatch, ros_domain_id) -> Path:
+    """Yield a home with the README's keys (``edge_offload_keygen``), in the test's domain."""
+    require_ros2_cli()
+    home = tmp_path / 'home'
+    home.mkdir()
+    monkeypatch.setenv('HOME', str(home))
+    made = run_ros2('run', 'edge_offload', 'edge_offload_keygen')
+    assert made.returncode == 0, made.stdout
+    yield home
+    run_ros2('daemon', 'stop', timeout_s=30.0)
+
+
+def _declared_arguments(path: Path) -> set[str]:
+    """Return the names of the launch arguments a launch file declares (read from its code)."""
+    tree = ast.parse(path.read_text())
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and getattr(node.func, 'id', '') == 'DeclareLaunchArgument':
+            if isinstance(node.args[0], ast.Constant):
+                names.add(node.args[0].value)
+    for node in ast.walk(tree):  # the tables of arguments declared in a loop
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], 'id', '').endswith(
+            '_ARGUMENTS'
+        ):
+            names.update(entry[0] for entry in ast.literal_eval(node.value))
+    return names
+
+
+@pytest.mark.parametrize('path', LAUNCH_FILES, ids=lambda path: path.name)
+def test_show_args_lists_every_argument_with_a_description(path):
+    require_ros2_cli()
+    shown = run_ros2('launch', 'bringup', path.name, '--show-args')
+    assert shown.returncode == 0, shown.stdout
+    # "    'name':\n        description\n        (default: 'value')"
+    entries = re.findall(r"^    '(\w+)':\n((?:        .*\n)+)", shown.stdout, re.MULTILINE)
+    listed = {name: body for name, body in entries}
+    assert set(listed) == _declared_arguments(path), shown.stdout
+    for name, body in listed.items():
+        description = [line.strip() for line in body.splitlines() if '(default' not in line]
+        assert any(description), f'{path.name}: argument {name} has no description'
+
+
+def _people_watcher(context) -> tuple[Node, list[tuple[float, str]]]:  # noqa: ANN001
+    node = Node('launch_system_test', context=context)
+    results: list[tuple[float, str]] = []
+    node.create_subscription(
+        PersonArray, 'people', lambda m: results.append((time.time(), m.offload_mode)), RELIABLE
+    )
+    return node, results
+
+
+def _exits_after_interrupt(launch: Ros2Launch) -> dict[str, tuple[float, int]]:
+    """Return each process's exit after Ctrl-C: (seconds after it, exit code)."""
+    return {
+        event.process: (round(event.time - launch.interrupted_at, 2), event.exit_code)
+        for event in launch.events()
+        if event.kind == 'exited' and event.time >= launch.interrupted_at
+    }
+
+
+def _assert_clean_interrupt(launch: Ros2Launch, expected: set[str]) -> dict:
+    """Ctrl-C the launch: it and every node exit 0, in time, and nothing is left running."""
+    code = launch.interrupt()
+    exits = _exits_after_interrupt(launch)
+    print(f'{launch.name}: exits after Ctrl-C (s, code): {exits}')  # noqa: T201 - the figures
+    tail = launch.output()[-3000:]
+    assert code == 0, f'ros2 launch exited {code}\n{tail}'
+    assert {name.rsplit('-', 1)[0] for name in exits} == expected, exits
+    assert all(exit_code == 0 for _, exit_code in exits.values()), f'{exits}\n{tail}'
+    escalated = [event for event in launch.events() if 'SIGTERM' in event.text]
+    assert not escalated, f'ros2 launch had to send SIGTERM: {escalated}'
+    assert launch.processes_left() == [], f'left running: {launch.processes_left()}'
+    return exits
+
+
+def test_readme_one_machine_command_runs_answers_the_cli_and_stops_on_ctrl_c(
+    user_home, tmp_path, ros_context, ros_executor
+):
+    port = free_tcp_port()  # the README's command, on a port nobody else holds
+    launch = Ros2Launch(
+        [
+            'bringup',
+            'kapao_tracking.launch.py',
+            'source:=video',
+            VIDEO,
+            'start_edge_server:=true',
+            'follow:=false',
+            f'server_endpoint:=tcp://127.0.0.1:{port}',
+        ],
+        tmp_path,
+        'one_machine',
+    )
+    try:
+        node, results = _people_watcher(ros_context)
+        ros_executor.add_node(node)
+        offloaded = lambda: any(mode == 'nnto' for _, mode in results)  # noqa: E731
+        assert spin_until(ros_executor, offloaded, timeout_s=120.0), (
+            f'no offloaded people result; got {results[-5:]}\n{launch.output()[-3000:]}'
+        )
+        hz = run_ros2_for(8.0, 'topic', 'hz', '/people')
+        assert 'average rate:' in hz, f'ros2 topic hz /people said:\n{hz}'
+        described = run_ros2('param', 'describe', '/offload_bridge', 'mode')
+        assert 'Offloading mode' in described.stdout, described.stdout
+        actions = run_ros2('action', 'list')
+        assert '/offload' in actions.stdout.split(), actions.stdout
+        for lifecycle_node in ('/edge_server', '/offload_bridge'):
+            state = run_ros2('lifecycle', 'get', lifecycle_node)
+            assert state.stdout.startswith('active'), f'{lifecycle_node}: {state.stdout}'
+        assert 'unknown_model' not in launch.output()
+        exits = _assert_clean_interrupt(
+            launch,
+            {'sensor_source', 'offload_bridge', 'people_detection', 'tracking_monitor'}
+            | {'edge_server'},
+        )
+        slow = {name: exit for name, exit in exits.items() if exit[0] > EXIT_BOUND_S}
+        assert not slow, f'exited later than {EXIT_BOUND_S} s after Ctrl-C: {slow}'
+    finally:
+        launch.close()
+
+
+def _server_requests(statuses: list[tuple[float, dict[str, str]]], after: float) -> float | None:
+    """Return when the edge server first reported a served request after ``after``."""
+    for when, values in statuses:
+        if when > after and int(values.get('requests_total', 0)) > 0:
+            return when
+    return None
+
+
+def test_two_machines_offload_every_frame_and_recover_from_kill_9(
+    user_home, tmp_path, ros_context, ros_executor
+):
+    # Two launches, each in its own process group and on its own CPU: the edge machine
+    # and the robot, with their default parameter files.
+    port = free_tcp_port()
+    endpoint = f'tcp://127.0.0.1:{port}'
+    cpus = sorted(os.sched_getaffinity(0))
+    edge = Ros2Launch(
+        ['bringup', 'edge_server.launch.py', f'endpoint:={endpoint}'],
+        tmp_path,
+        'edge',
+        cpus=frozenset(cpus[:1]),
+    )
+    robot = Ros2Launch(
+        ['bringup', 'kapao_tracking.launch.py', f'server_endpoint:={endpoint}', 'source:=video']
+        + [VIDEO],
+        tmp_path,
+        'robot',
+        cpus=frozenset(cpus[1:] or cpus),
+    )
+    try:
+        node, results = _people_watcher(ros_context)
+        statuses: list[tuple[float, dict[str, str]]] = []
+        node.create_subscription(
+            DiagnosticArray,
+            '/diagnostics',
+            lambda message: statuses.extend(
+                (time.time(), {value.key: value.value for value in status.values})
+                for status in message.status
+                if status.name.endswith('edge server')
+            ),
+            RELIABLE,
+        )
+        ros_executor.add_node(node)
+        assert spin_until(ros_executor, lambda: len(results) >= 8, timeout_s=180.0), (
+            f'{len(results)} results\n{robot.output()[-3000:]}'
+        )
+        modes = {mode for _, mode in results}
+        assert modes == {'nnto'}, f'people results ran in {modes}, not all offloaded'
+        before_kill = robot.output()
+        for refusal in ('unknown_model', 'does not serve', 'running locally instead'):
+            assert refusal not in before_kill, f'{refusal!r} in the robot log:\n{before_kill}'
+
+        # kill -9 of the edge server: frames run on the robot, then offloading resumes
+        # after ros2 launch respawns the server (autostart: nobody calls ros2 lifecycle).
+        killed_pid = edge.pid_of('edge_server')
+        killed_at = time.time()
+        os.kill(killed_pid, signal.SIGKILL)
+        assert spin_until(
+            ros_executor,
+            lambda: any(t > killed_at and mode == 'local' for t, mode in results),
+            timeout_s=60.0,
+        ), f'no local result after the server died\n{robot.output()[-3000:]}'
+        respawned = lambda: edge.pid_of('edge_server') != killed_pid  # noqa: E731
+        assert spin_until(ros_executor, respawned, timeout_s=30.0), edge.launch_log()
+        respawned_at = max(e.time for e in edge.events() if e.kind == 'started')
+        assert spin_until(
+            ros_executor, lambda: _server_requests(statuses, respawned_at), timeout_s=60.0
+        ), f'the respawned server served nothing\n{edge.output()[-3000:]}'
+        served_after_s = _server_requests(statuses, respawned_at) - respawned_at
+        assert spin_until(
+            ros_executor,
+            lambda: any(t > respawned_at and mode == 'nnto' for t, mode in results),
+            timeout_s=60.0,
+        ), f'people results did not go back to nnto\n{robot.output()[-3000:]}'
+        people_after_s = min(t for t, m in results if t > respawned_at and m == 'nnto')
+        people_after_s -= respawned_at
+        print(  # noqa: T201 - the figures of the run
+            f'edge server respawned {respawned_at - killed_at:.2f} s after kill -9; '
+            f'it served again {served_after_s:.2f} s after the respawn, people results '
+            f'offloaded again {people_after_s:.2f} s after it'
+        )
+        assert served_after_s < 5.0, f'offloading resumed {served_after_s:.2f} s after respawn'
+
+        # kill -9 of the bridge: ros2 launch respawns it and detection carries on.
+        bridge_killed_at = time.time()
+        os.kill(robot.pid_of('offload_bridge'), signal.SIGKILL)
+        assert spin_until(
+            ros_executor,
+            lambda: any(t > bridge_killed_at + 1.0 for t, _ in results),
+            timeout_s=90.0,
+        ), f'no people result after the bridge was killed\n{robot.output()[-3000:]}'
+        resumed_s = min(t for t, _ in results if t > bridge_killed_at + 1.0) - bridge_killed_at
+        print(f'people results resumed {resumed_s:.2f} s after the bridge was killed')  # noqa: T201
+
+        _assert_clean_interrupt(
+            robot,
+            {
+                'sensor_source',
+                'offload_bridge',
+                'people_detection',
+                'tracking_monitor',
+                'accumo_scheduler',
+                'people_tracker',
+                'follower',
+            },
+        )
+        _assert_clean_interrupt(edge, {'edge_server'})
+    finally:
+        robot.close()
+        edge.close()
