@@ -64,12 +64,8 @@ RUN apt-get update \
     && python3 tools/fetch_assets.py --venv /opt/edge_offload \
     && rm -rf /var/lib/apt/lists/*
 
-# The packages, and the launch/, config/ and rviz/ folders that bringup installs into its
-# share directory (its setup.py reads them from the repository root).
+# The packages (bringup's launch/, config/ and rviz/ folders are inside it).
 COPY src src
-COPY launch launch
-COPY config config
-COPY rviz rviz
 RUN source "/opt/ros/${ROS_DISTRO}/setup.bash" && colcon build --symlink-install
 
 COPY docker/entrypoint.sh /entrypoint.sh
