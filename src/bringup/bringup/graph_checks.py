@@ -1,11 +1,10 @@
 # Copyright 2026 The edge_offload authors
 # SPDX-License-Identifier: Apache-2.0
-"""What a running people-following graph must show, for its launch and process tests.
+"""What a running people-following graph must show, for its launch tests.
 
-The launch tests (``launch_testing``, where it is installed) and the process-level tests
-(everywhere) start the same nodes from the same parameter file and check the same things
-through :class:`GraphWatcher`; :func:`loopback_params_file` makes that parameter file
-self-contained on one machine (its own CURVE keys, a free port).
+:class:`GraphWatcher` subscribes to the graph's outputs and says what has not shown up yet;
+:func:`loopback_params_file` makes a parameter file self-contained on one machine (its own
+CURVE keys, a free port).
 """
 
 from __future__ import annotations

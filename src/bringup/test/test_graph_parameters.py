@@ -139,3 +139,21 @@ def test_flags_parse_like_launch_conditions():
     assert parse_flag('0', 'x') is False
     with pytest.raises(ValueError, match='argument x is'):
         parse_flag('yes', 'x')
+
+
+def test_the_runner_follows_the_same_rule(sections):
+    from bringup import graph_runner
+
+    parser = graph_runner.build_parser()
+    untouched = graph_runner._runner_parameters(parser.parse_args([]), sections, keys={})
+    for node in GRAPH_NODES:
+        assert untouched[node] == sections[node], node
+    given = graph_runner._runner_parameters(
+        parser.parse_args(['--server-endpoint', 'tcp://edge:6000', '--uri', 'asset:x.avi']),
+        sections,
+        keys={},
+    )
+    assert given['offload_bridge']['server_endpoint'] == 'tcp://edge:6000'
+    assert given['edge_server']['endpoint'] == 'tcp://edge:6000'
+    assert given['sensor_source']['uri'] == 'asset:x.avi'
+    assert given['follower'] == sections['follower']
