@@ -9,8 +9,10 @@ from typing import Any
 
 import launch.logging
 from launch import LaunchContext
+from launch.actions import DeclareLaunchArgument
 from launch.conditions import IfCondition
 from launch.substitutions import LaunchConfiguration
+from launch_ros.actions import LifecycleNode
 
 from bringup.graph_parameters import write_parameter_file
 
@@ -40,3 +42,47 @@ def write_launch_parameters(
     write_parameter_file(parameters, path, namespace)
     launch.logging.get_logger('launch').info(f'node parameters: {path}')
     return path
+
+
+def common_arguments(nodes: str) -> list[DeclareLaunchArgument]:
+    """Return the arguments every launch file of the suite has; ``nodes`` names what they set."""
+    return [
+        DeclareLaunchArgument('namespace', default_value='', description=f'Namespace of {nodes}'),
+        DeclareLaunchArgument(
+            'use_sim_time',
+            default_value='',
+            description=f"true: {nodes} follow /clock (bag replays); '' = the parameter "
+            "file's value",
+        ),
+        DeclareLaunchArgument(
+            'autostart',
+            default_value='true',
+            description='Lifecycle nodes configure and activate themselves at start and after '
+            'a respawn; false leaves them unconfigured for a lifecycle manager',
+        ),
+        DeclareLaunchArgument(
+            'log_level', default_value='info', description=f'Log level of {nodes}'
+        ),
+    ]
+
+
+def respawning_lifecycle_node(
+    context: LaunchContext, package: str, name: str, params_file: Path, **kwargs: Any
+) -> LifecycleNode:
+    """Return lifecycle node ``name`` that ros2 launch restarts when it dies.
+
+    With its ``autostart`` parameter it configures and activates itself at every start, so
+    a killed bridge or edge server serves again without anyone calling ros2 lifecycle.
+    """
+    return LifecycleNode(
+        package=package,
+        executable=name,
+        name=name,
+        namespace=argument(context, 'namespace'),
+        parameters=[params_file],
+        ros_arguments=['--log-level', argument(context, 'log_level')],
+        output='screen',
+        respawn=True,
+        respawn_delay=RESPAWN_DELAY_S,
+        **kwargs,
+    )

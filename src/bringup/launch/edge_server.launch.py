@@ -19,7 +19,6 @@ import os
 from ament_index_python.packages import get_package_share_directory
 from launch import Action, LaunchContext, LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction, SetEnvironmentVariable
-from launch_ros.actions import LifecycleNode
 
 from bringup.graph_parameters import (
     GraphArguments,
@@ -27,7 +26,13 @@ from bringup.graph_parameters import (
     load_parameter_file,
     parse_flag,
 )
-from bringup.launch_helpers import RESPAWN_DELAY_S, argument, enabled, write_launch_parameters
+from bringup.launch_helpers import (
+    argument,
+    common_arguments,
+    enabled,
+    respawning_lifecycle_node,
+    write_launch_parameters,
+)
 
 
 def generate_launch_description() -> LaunchDescription:
@@ -46,23 +51,7 @@ def generate_launch_description() -> LaunchDescription:
                 description="ZeroMQ endpoint the server binds (robots connect to it); '' = the "
                 "parameter file's value",
             ),
-            DeclareLaunchArgument(
-                'namespace', default_value='', description='Namespace of the server node'
-            ),
-            DeclareLaunchArgument(
-                'use_sim_time',
-                default_value='',
-                description="true: the server follows /clock; '' = the parameter file's value",
-            ),
-            DeclareLaunchArgument(
-                'autostart',
-                default_value='true',
-                description='Configure and activate at start and after a respawn; false '
-                'leaves the server unconfigured for a lifecycle manager',
-            ),
-            DeclareLaunchArgument(
-                'log_level', default_value='info', description='Log level of the server'
-            ),
+            *common_arguments('the server'),
             SetEnvironmentVariable('RCUTILS_LOGGING_BUFFERED_STREAM', '1'),
             OpaqueFunction(function=_server),
         ]
@@ -70,9 +59,8 @@ def generate_launch_description() -> LaunchDescription:
 
 
 def _server(context: LaunchContext) -> list[Action]:
-    sections = load_parameter_file(argument(context, 'params_file'))
     parameters = graph_parameters(
-        sections,
+        load_parameter_file(argument(context, 'params_file')),
         GraphArguments(
             server_endpoint=argument(context, 'endpoint'),
             use_sim_time=parse_flag(argument(context, 'use_sim_time'), 'use_sim_time'),
@@ -80,18 +68,7 @@ def _server(context: LaunchContext) -> list[Action]:
         ),
         nodes=('edge_server',),
     )
-    namespace = argument(context, 'namespace')
-    params_file = write_launch_parameters(parameters, 'edge_server_parameters.yaml', namespace)
-    return [
-        LifecycleNode(
-            package='edge_offload',
-            executable='edge_server',
-            name='edge_server',
-            namespace=namespace,
-            parameters=[params_file],
-            ros_arguments=['--log-level', argument(context, 'log_level')],
-            output='screen',
-            respawn=True,
-            respawn_delay=RESPAWN_DELAY_S,
-        )
-    ]
+    params_file = write_launch_parameters(
+        parameters, 'edge_server_parameters.yaml', argument(context, 'namespace')
+    )
+    return [respawning_lifecycle_node(context, 'edge_offload', 'edge_server', params_file)]

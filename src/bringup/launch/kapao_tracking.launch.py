@@ -33,7 +33,7 @@ import os
 from ament_index_python.packages import get_package_share_directory
 from launch import Action, LaunchContext, LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction, SetEnvironmentVariable
-from launch_ros.actions import LifecycleNode, Node
+from launch_ros.actions import Node
 
 from bringup.graph_parameters import (
     LIFECYCLE_NODES,
@@ -42,7 +42,13 @@ from bringup.graph_parameters import (
     load_parameter_file,
     parse_flag,
 )
-from bringup.launch_helpers import RESPAWN_DELAY_S, argument, enabled, write_launch_parameters
+from bringup.launch_helpers import (
+    argument,
+    common_arguments,
+    enabled,
+    respawning_lifecycle_node,
+    write_launch_parameters,
+)
 
 # Arguments that override parameters when given; '' leaves the parameter file's value.
 _PARAMETER_ARGUMENTS = (
@@ -73,7 +79,6 @@ _PARAMETER_ARGUMENTS = (
         "New folder for a rosbag2 of the run's topics (metrics next to it as "
         '<folder>.metrics.json)',
     ),
-    ('use_sim_time', 'true: every node follows /clock (bag replays)'),
 )
 # Topics the graph exchanges with the robot, remapped when given another name.
 _TOPIC_ARGUMENTS = (
@@ -113,9 +118,6 @@ def generate_launch_description() -> LaunchDescription:
                 default_value=os.path.join(share, 'config', 'kapao_tracking.yaml'),
                 description='Parameter file of every node of the graph',
             ),
-            DeclareLaunchArgument(
-                'namespace', default_value='', description='Namespace of every node'
-            ),
             *(
                 DeclareLaunchArgument(
                     name,
@@ -140,17 +142,9 @@ def generate_launch_description() -> LaunchDescription:
                 'the follower (cmd_vel); false: people detection only',
             ),
             DeclareLaunchArgument(
-                'autostart',
-                default_value='true',
-                description='Lifecycle nodes configure and activate themselves at start and '
-                'after a respawn; false leaves them unconfigured for a lifecycle manager',
-            ),
-            DeclareLaunchArgument(
                 'rviz', default_value='false', description='Start RViz with the tracking view'
             ),
-            DeclareLaunchArgument(
-                'log_level', default_value='info', description='Log level of every node'
-            ),
+            *common_arguments('every node'),
             # Lines of the nodes' logs come out whole and in order on the screen.
             SetEnvironmentVariable('RCUTILS_LOGGING_BUFFERED_STREAM', '1'),
             OpaqueFunction(function=_graph),
@@ -160,9 +154,11 @@ def generate_launch_description() -> LaunchDescription:
 
 def _graph(context: LaunchContext) -> list[Action]:
     """Return the graph's nodes, with the parameters the given arguments leave or set."""
-    given = {name: argument(context, name) for name, _ in _PARAMETER_ARGUMENTS}
-    given['use_sim_time'] = parse_flag(given['use_sim_time'], 'use_sim_time')
-    graph_arguments = GraphArguments(**given, autostart=enabled(context, 'autostart'))
+    graph_arguments = GraphArguments(
+        **{name: argument(context, name) for name, _ in _PARAMETER_ARGUMENTS},
+        use_sim_time=parse_flag(argument(context, 'use_sim_time'), 'use_sim_time'),
+        autostart=enabled(context, 'autostart'),
+    )
     sections = load_parameter_file(argument(context, 'params_file'))
     parameters = graph_parameters(sections, graph_arguments)
     follow = enabled(context, 'follow')
@@ -202,15 +198,9 @@ def _graph(context: LaunchContext) -> list[Action]:
             continue
         package = _PACKAGES.get(node, 'bringup')
         if node in LIFECYCLE_NODES:
-            # A killed lifecycle node comes back and autostarts: service returns unattended.
             actions.append(
-                LifecycleNode(
-                    package=package,
-                    executable=node,
-                    name=node,
-                    respawn=True,
-                    respawn_delay=RESPAWN_DELAY_S,
-                    **common,
+                respawning_lifecycle_node(
+                    context, package, node, params_file, remappings=remappings
                 )
             )
         else:

@@ -17,7 +17,6 @@ import os
 from ament_index_python.packages import get_package_share_directory
 from launch import Action, LaunchContext, LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction, SetEnvironmentVariable
-from launch_ros.actions import LifecycleNode
 
 from bringup.graph_parameters import (
     GraphArguments,
@@ -25,7 +24,13 @@ from bringup.graph_parameters import (
     load_parameter_file,
     parse_flag,
 )
-from bringup.launch_helpers import RESPAWN_DELAY_S, argument, enabled, write_launch_parameters
+from bringup.launch_helpers import (
+    argument,
+    common_arguments,
+    enabled,
+    respawning_lifecycle_node,
+    write_launch_parameters,
+)
 
 
 def generate_launch_description() -> LaunchDescription:
@@ -33,9 +38,6 @@ def generate_launch_description() -> LaunchDescription:
     config_dir = os.path.join(get_package_share_directory('bringup'), 'config')
     return LaunchDescription(
         [
-            DeclareLaunchArgument(
-                'namespace', default_value='', description='Namespace of both nodes'
-            ),
             DeclareLaunchArgument(
                 'bridge_params_file',
                 default_value=os.path.join(config_dir, 'offload_bridge.yaml'),
@@ -63,20 +65,7 @@ def generate_launch_description() -> LaunchDescription:
                 description='Edge server endpoint the bridge connects to (and a local server '
                 "binds); '' = the parameter files' values",
             ),
-            DeclareLaunchArgument(
-                'use_sim_time',
-                default_value='',
-                description="true: both nodes follow /clock; '' = the parameter files' values",
-            ),
-            DeclareLaunchArgument(
-                'autostart',
-                default_value='true',
-                description='Configure and activate at start and after a respawn; false '
-                'leaves the nodes unconfigured for a lifecycle manager',
-            ),
-            DeclareLaunchArgument(
-                'log_level', default_value='info', description='Log level of both nodes'
-            ),
+            *common_arguments('both nodes'),
             SetEnvironmentVariable('RCUTILS_LOGGING_BUFFERED_STREAM', '1'),
             OpaqueFunction(function=_nodes),
         ]
@@ -101,21 +90,10 @@ def _nodes(context: LaunchContext) -> list[Action]:
             given,
             nodes=('edge_server',),
         )
-    namespace = argument(context, 'namespace')
     params_file = write_launch_parameters(
-        parameters, 'offload_substrate_parameters.yaml', namespace
+        parameters, 'offload_substrate_parameters.yaml', argument(context, 'namespace')
     )
     return [
-        LifecycleNode(
-            package='edge_offload',
-            executable=node,
-            name=node,
-            namespace=namespace,
-            parameters=[params_file],
-            ros_arguments=['--log-level', argument(context, 'log_level')],
-            output='screen',
-            respawn=True,
-            respawn_delay=RESPAWN_DELAY_S,
-        )
+        respawning_lifecycle_node(context, 'edge_offload', node, params_file)
         for node in parameters
     ]

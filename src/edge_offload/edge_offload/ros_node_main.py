@@ -37,6 +37,8 @@ SHUTDOWN_BUDGET_S = 1.5
 WATCHDOG_S = 1.8
 # How often the spin loop looks at the stop request.
 _SPIN_PERIOD_S = 0.1
+# After one signal, how long a finished node waits for the second one (see finish_process).
+_SECOND_SIGNAL_WAIT_S = 0.5
 
 
 class StopRequest:
@@ -52,6 +54,7 @@ class StopRequest:
         self._event = threading.Event()
         self.requested_at: float | None = None
         self.signal_name = ''
+        self.signals = 0
         # exec keeps ignored and blocked signals: a parent's choices must not make this
         # process deaf to Ctrl-C or to ros2 launch.
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
@@ -59,6 +62,7 @@ class StopRequest:
         signal.signal(signal.SIGTERM, self._on_signal)
 
     def _on_signal(self, signum: int, _frame: FrameType | None) -> None:
+        self.signals += 1
         if not self._event.is_set():
             self.signal_name = signal.Signals(signum).name
             self.set()
@@ -117,6 +121,15 @@ def finish_process(name: str, exit_code: int, stop: StopRequest) -> NoReturn:
     """
     started = stop.requested_at if stop.requested_at is not None else time.monotonic()
     deadline = started + SHUTDOWN_BUDGET_S
+    if stop.signals == 1 and os.getppid() != 1:
+        # Ctrl-C in a terminal reaches ros2 launch and every node; launch then signals each
+        # node itself. A node already gone by then is reported as "exit code 255": Python's
+        # Popen.send_signal reaps it first and asyncio's child watcher finds no child
+        # ("Unknown child process pid"). So a node with one signal waits a little for the
+        # second; ros2 run and a launch's own shutdown send only one.
+        second_by = min(deadline, time.monotonic() + _SECOND_SIGNAL_WAIT_S)
+        while stop.signals == 1 and time.monotonic() < second_by:
+            time.sleep(0.02)
     busy = _busy_threads()
     while busy and time.monotonic() < deadline:
         time.sleep(0.02)
