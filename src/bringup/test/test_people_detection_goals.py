@@ -96,6 +96,8 @@ def test_unanswered_goal_is_abandoned_and_the_next_frame_is_sent(ros_context):
         ), f'diagnostics: {statuses[-1:] or "none"}'
     finally:
         bridge.release.set()
+        # Let the held goals finish before the executor goes (no coroutine left unawaited).
+        spin_until(executor, lambda: False, timeout_s=1.0)
         executor.shutdown(timeout_sec=5.0)
         for node in (probe, detection, bridge):
             node.destroy_node()
