@@ -30,7 +30,8 @@ from __future__ import annotations
 
 import os
 
-from ament_index_python.packages import get_package_share_directory
+import launch.logging
+from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
 from launch import Action, LaunchContext, LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction, SetEnvironmentVariable
 from launch_ros.actions import Node
@@ -205,7 +206,7 @@ def _graph(context: LaunchContext) -> list[Action]:
             )
         else:
             actions.append(Node(package=package, executable=node, name=node, **common))
-    if enabled(context, 'rviz'):
+    if enabled(context, 'rviz') and _rviz_installed():
         share = get_package_share_directory('bringup')
         actions.append(
             Node(
@@ -218,3 +219,16 @@ def _graph(context: LaunchContext) -> list[Action]:
             )
         )
     return actions
+
+
+def _rviz_installed() -> bool:
+    """Return whether rviz2 is installed; say so once when it is not (the graph runs anyway)."""
+    try:
+        get_package_share_directory('rviz2')
+    except PackageNotFoundError:
+        launch.logging.get_logger('launch').warning(
+            'rviz:=true, but rviz2 is not installed (e.g. apt install ros-$ROS_DISTRO-rviz2): '
+            'the graph runs without it'
+        )
+        return False
+    return True
