@@ -12,6 +12,11 @@ Diagnostics (``/diagnostics``, ``diagnostic_msgs/DiagnosticArray``) report the l
 and malformed messages and refused robots, and each model's server compute latency
 (mean, p50, p95 over its last 256 requests). With ``autostart`` the node configures and
 activates itself, for runs without a lifecycle manager.
+
+Supervision: at every diagnostics period an active node checks that the server's serving
+loop is alive. If it died, the node reports ERROR with the reason, logs it and restarts
+the loop in place (robots reconnect by themselves); after three failed restarts in a row
+it deactivates, so the lifecycle state says "not serving" too.
 """
 
 from __future__ import annotations
@@ -45,11 +50,46 @@ PARAMETERS = (
     ),
     ParamSpec('max_clients', _DEFAULTS.max_clients, 'Robots served at once', 1, 4096),
     ParamSpec(
+        'max_sessions_per_key',
+        _DEFAULTS.max_sessions_per_key,
+        'Sessions one robot key may hold at once',
+        1,
+        4096,
+    ),
+    ParamSpec(
         'max_inflight_per_client',
         _DEFAULTS.max_inflight_per_client,
-        'Requests one robot may have in flight',
+        'Requests one session may have in flight',
         1,
         1024,
+    ),
+    ParamSpec(
+        'max_inflight_per_key',
+        _DEFAULTS.max_inflight_per_key,
+        'Requests all sessions of one robot key may have in flight',
+        1,
+        4096,
+    ),
+    ParamSpec(
+        'max_bytes_per_s_per_key',
+        _DEFAULTS.max_bytes_per_s_per_key,
+        'Request payload one robot key may send per second (0 = unlimited)',
+        0.0,
+        1e12,
+    ),
+    ParamSpec(
+        'max_batch_per_call',
+        _DEFAULTS.max_batch_per_call,
+        'Largest batch one call may ask for (the mode says what a call carries)',
+        1,
+        65536,
+    ),
+    ParamSpec(
+        'max_pending_replies_per_client',
+        _DEFAULTS.max_pending_replies_per_client,
+        'Replies queued for a robot that is not reading before its session is closed',
+        1,
+        65536,
     ),
     ParamSpec(
         'max_message_bytes',
@@ -67,9 +107,25 @@ PARAMETERS = (
         0.1,
         3600.0,
     ),
+    ParamSpec(
+        'stale_session_s',
+        _DEFAULTS.stale_session_s,
+        'A new session of the same robot key may take over one silent this long',
+        0.1,
+        3600.0,
+    ),
+    ParamSpec(
+        'handshake_timeout_s',
+        _DEFAULTS.handshake_timeout_s,
+        'Close connections that have not finished the security handshake after',
+        0.1,
+        60.0,
+    ),
     ParamSpec('diagnostics_period_s', 1.0, 'Diagnostics publishing period', 0.05, 60.0),
     ParamSpec('autostart', False, 'Configure and activate at start-up', read_only=True),
 )
+# Failed restarts of a dead serving loop, in a row, before the node deactivates.
+_MAX_RESTART_FAILURES = 3
 _SERVER_FIELDS = {spec.name for spec in PARAMETERS} - {'diagnostics_period_s', 'autostart'}
 
 
@@ -83,6 +139,10 @@ class EdgeServerNode(LifecycleNode):
         self._server: EdgeServer | None = None
         self._diagnostics_publisher = None
         self._diagnostics_timer = None
+        self._active = False
+        self._restarts = 0
+        self._restart_failures = 0
+        self._last_failure = ''
 
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Load models and keys; fail with a clear log line on any bad setting."""
@@ -110,10 +170,13 @@ class EdgeServerNode(LifecycleNode):
             self.get_logger().error(f'activate failed: {error}')
             return TransitionCallbackReturn.FAILURE
         self.get_logger().info(f'serving on {endpoint}')
+        self._active = True
+        self._restart_failures = 0
         return super().on_activate(state)
 
     def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Stop serving; robots fall back to local inference until reactivation."""
+        self._active = False
         self._server.stop()
         return super().on_deactivate(state)
 
@@ -129,6 +192,7 @@ class EdgeServerNode(LifecycleNode):
 
     def release(self) -> None:
         """Stop serving and release the models and timers (idempotent)."""
+        self._active = False
         if self._server is not None:
             self._server.stop()
             self._server = None
@@ -139,29 +203,65 @@ class EdgeServerNode(LifecycleNode):
             self.destroy_publisher(self._diagnostics_publisher)
             self._diagnostics_publisher = None
 
+    def _supervise(self, server: EdgeServer) -> tuple[int, str]:
+        """Restart a serving loop that died while active; return the diagnostics level and text.
+
+        After ``_MAX_RESTART_FAILURES`` failed restarts in a row the node deactivates, so its
+        lifecycle state says what the diagnostics say: not serving.
+        """
+        if not self._active:
+            return DiagnosticStatus.WARN, 'configured, not serving (inactive)'
+        if server.serving:
+            if self._restarts:
+                return DiagnosticStatus.OK, f'serving (restarted {self._restarts}x after failures)'
+            return DiagnosticStatus.OK, 'serving'
+        self._last_failure = server.failure or 'the serving loop ended'
+        self.get_logger().error(f'edge server stopped serving: {self._last_failure}; restarting')
+        try:
+            server.restart()
+        except OSError as error:
+            self._restart_failures += 1
+            self.get_logger().error(f'restart failed: {error}')
+            if self._restart_failures >= _MAX_RESTART_FAILURES:
+                self.get_logger().error(
+                    f'{self._restart_failures} restarts failed in a row: deactivating'
+                )
+                self.trigger_deactivate()
+            return DiagnosticStatus.ERROR, f'not serving: {self._last_failure}; restart failed'
+        self._restarts += 1
+        self._restart_failures = 0
+        self.get_logger().warning(
+            f'serving again on {server.endpoint} after: {self._last_failure}'
+        )
+        return DiagnosticStatus.ERROR, f'serving loop died ({self._last_failure}); restarted'
+
     def _publish_diagnostics(self) -> None:
         server = self._server
         if server is None or self._diagnostics_publisher is None:
             return
+        level, text = self._supervise(server)
         stats = server.stats()
-        serving = server.serving
         status = DiagnosticStatus(
             name=f'{self.get_name()}: edge server',
             hardware_id=server.config.server_id,
-            level=DiagnosticStatus.OK if serving else DiagnosticStatus.WARN,
-            message='serving' if serving else 'configured, not serving (inactive)',
+            level=level,
+            message=text,
         )
         load = stats.inflight / stats.worker_threads
         values = {
             'endpoint': stats.endpoint,
             'sessions': stats.sessions,
             'inflight': stats.inflight,
+            'queued': stats.queued,
             'load (inflight per worker)': f'{load:.2f}',
             'requests_total': stats.requests_total,
             'errors_total': stats.errors_total,
             'rejected_total': stats.rejected_total,
             'malformed_total': stats.malformed_total,
             'auth_failures_total': stats.auth_failures_total,
+            'replies_undelivered_total': stats.replies_undelivered_total,
+            'restarts': self._restarts,
+            'last_failure': self._last_failure or 'none',
             'protocol_version': protocol.PROTOCOL_VERSION,
         }
         for name, latency in stats.models.items():

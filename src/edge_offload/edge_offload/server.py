@@ -3,10 +3,14 @@
 """GPU end of the wire protocol: sessions, limits, and the server halves of the modes.
 
 ``EdgeServer`` binds a ZeroMQ ROUTER socket. Each robot says HELLO and gets an isolated
-session: its own per-mode state and its own in-flight budget. CALLs run on a bounded
-worker pool; the I/O thread only moves frames, answers PINGs at once (so RTT probes do
-not wait behind inference) and answers every malformed, oversized or unexpected message
-with an ERROR instead of failing.
+session: its own per-mode state and its own in-flight budget. CALLs run on worker threads
+fed by a ``FairScheduler`` (least worker time first, one worker kept free for the other
+robots while several are connected); the I/O thread only moves frames, answers PINGs at
+once (so RTT probes do not wait behind inference) and answers every malformed, oversized
+or unexpected message with an ERROR. No exception raised by one message ends the serving
+loop: it is answered with ``invalid_input`` and the reason, logged (rate-limited), and
+serving goes on. ``serving`` is true only while the I/O thread is alive; ``failure`` says
+why it ended if it ever does, and ``restart`` brings it back.
 
 A mode may defer its reply: ``handle`` returns a ``concurrent.futures.Future`` and the
 worker is free at once; the reply is sent when the future completes (from any thread), and
@@ -14,15 +18,30 @@ the call counts against the session's in-flight budget until then. A session tha
 or expires, or a server that stops, cancels its deferred calls' futures (a result that
 still comes is dropped).
 
-Limits: ``max_clients`` sessions (HELLO beyond it gets ``server_full``),
-``max_inflight_per_client`` calls per session (beyond it ``busy``), ``max_message_bytes``
-per message in either direction (the socket drops larger frames before they are
-buffered), and sessions silent for ``session_timeout_s`` are closed (once no call of theirs
-is running on a worker; deferred calls do not keep a silent session open).
+Limits. Each robot is known by its CURVE public key (its ZAP user id).
 
-With ``security='curve'`` only robots whose public key file is in
-``authorized_clients_dir`` complete the handshake; others are refused by ZeroMQ's
-authentication handler and logged. ``edge_offload_server`` (``main``) runs it headless.
+* before login: ``handshake_timeout_s`` closes a connection that has not finished the
+  security handshake, and the process's open-file limit is raised to its hard limit at
+  start, so idle connections cannot lock real robots out;
+* sessions: ``max_clients`` in all and ``max_sessions_per_key`` per key (HELLO beyond
+  them gets ``server_full``, unless a session of the same key has been silent for
+  ``stale_session_s``: a restarted robot takes over its old session's slot; the same
+  client instance reconnecting takes over its own session);
+* calls: ``max_inflight_per_client`` per session and ``max_inflight_per_key`` per key,
+  ``max_bytes_per_s_per_key`` of received payload per key (a token bucket), and
+  ``max_batch_per_call`` on the batch a mode says a call carries; past any of them the
+  call is answered ``busy`` or ``too_large`` with the limit named;
+* messages: ``max_message_bytes`` in either direction (the socket drops larger frames
+  before they are buffered);
+* replies: a robot that does not read its replies gets them queued, up to
+  ``max_pending_replies_per_client``; past that its session is closed and the drop is
+  counted and logged. Replies are never dropped silently.
+
+Sessions silent for ``session_timeout_s`` are closed (once no call of theirs is running
+on a worker; deferred calls do not keep a silent session open). With ``security='curve'``
+only robots whose public key file is in ``authorized_clients_dir`` complete the
+handshake; others are refused by ZeroMQ's authentication handler and logged.
+``edge_offload_server`` (``main``) runs it headless.
 """
 
 from __future__ import annotations
@@ -49,6 +68,7 @@ from zmq.auth.thread import ThreadAuthenticator
 from zmq.utils.monitor import recv_monitor_message
 
 from edge_offload import protocol
+from edge_offload.fair_scheduler import FairScheduler, QueueFullError, SchedulerClosedError
 from edge_offload.keys import (
     KeyFileError,
     expand_path,
@@ -87,24 +107,42 @@ class ServerConfig:
     secret_key_file: str = '~/.local/share/edge_offload/keys/server.key_secret'  # noqa: S105
     authorized_clients_dir: str = '~/.local/share/edge_offload/keys/authorized_clients'
     max_clients: int = 16
+    max_sessions_per_key: int = 4
     max_inflight_per_client: int = 4
+    max_inflight_per_key: int = 8
+    max_bytes_per_s_per_key: float = 256e6
+    max_batch_per_call: int = 32
     max_message_bytes: int = protocol.DEFAULT_MAX_MESSAGE_BYTES
+    max_pending_replies_per_client: int = 256
     worker_threads: int = 2
     torch_threads: int = 0
     session_timeout_s: float = 10.0
+    stale_session_s: float = 2.0
+    handshake_timeout_s: float = 2.0
 
     def validate(self) -> None:
         """Raise ValueError if a setting is invalid."""
         validate_transport(self.endpoint, self.security, self.allow_plaintext)
         if not self.models:
             raise ValueError('models must name at least one model')
-        for name in ('max_clients', 'max_inflight_per_client', 'worker_threads'):
+        for name in (
+            'max_clients',
+            'max_sessions_per_key',
+            'max_inflight_per_client',
+            'max_inflight_per_key',
+            'max_batch_per_call',
+            'max_pending_replies_per_client',
+            'worker_threads',
+        ):
             if getattr(self, name) < 1:
                 raise ValueError(f'{name} must be >= 1')
         if self.max_message_bytes < 1024:
             raise ValueError('max_message_bytes must be >= 1024')
-        if self.session_timeout_s <= 0 or self.torch_threads < 0:
-            raise ValueError('session_timeout_s must be > 0 and torch_threads >= 0')
+        for name in ('session_timeout_s', 'stale_session_s', 'handshake_timeout_s'):
+            if not getattr(self, name) > 0:
+                raise ValueError(f'{name} must be > 0')
+        if self.torch_threads < 0 or self.max_bytes_per_s_per_key < 0:
+            raise ValueError('torch_threads and max_bytes_per_s_per_key must be >= 0')
 
     @classmethod
     def from_mapping(cls, values: dict[str, Any]) -> ServerConfig:
@@ -143,6 +181,8 @@ class ServerStats:
     rejected_total: int
     malformed_total: int
     auth_failures_total: int
+    replies_undelivered_total: int
+    queued: int
     uptime_s: float
     models: dict[str, ModelLatency]
 
@@ -153,10 +193,65 @@ class _Session:
     identity: bytes
     client_name: str
     last_seen: float
+    key: str = ''
+    instance: str = ''
     inflight: int = 0
     mode_states: dict[str, Any] = field(default_factory=dict)
     # Futures of deferred replies still to send; each also counts in ``inflight``.
     deferred: set[concurrent.futures.Future] = field(default_factory=set)
+
+
+@dataclass
+class _QueuedCall:
+    """A CALL accepted for a worker."""
+
+    session: _Session
+    mode: ServerMode
+    call: ServerCall
+    received: float
+
+
+class _TokenBucket:
+    """Bytes a robot key may send: ``rate`` per second, bursts up to ``capacity``."""
+
+    def __init__(self, rate: float, capacity: float, now: float) -> None:
+        self.rate = rate
+        self.capacity = capacity
+        self.tokens = capacity
+        self.updated = now
+
+    def take(self, amount: float, now: float) -> bool:
+        self.tokens = min(self.capacity, self.tokens + (now - self.updated) * self.rate)
+        self.updated = now
+        if amount > self.tokens:
+            return False
+        self.tokens -= amount
+        return True
+
+
+class _LogThrottle:
+    """Let each kind of event be logged at most once per ``period_s``, counting the rest."""
+
+    _MAX_KINDS = 256
+
+    def __init__(self, period_s: float = 10.0) -> None:
+        self.period_s = period_s
+        self._last: dict[str, float] = {}
+        self._suppressed: collections.Counter[str] = collections.Counter()
+        self._lock = threading.Lock()
+
+    def allow(self, kind: str) -> tuple[bool, bool, int]:
+        """Return (log it now, first time of this kind, occurrences not logged since)."""
+        now = time.monotonic()
+        with self._lock:
+            last = self._last.get(kind)
+            if last is not None and now - last < self.period_s:
+                self._suppressed[kind] += 1
+                return False, False, 0
+            if last is None and len(self._last) >= self._MAX_KINDS:
+                self._last.pop(next(iter(self._last)))
+            self._last[kind] = now
+            return True, last is None, self._suppressed.pop(kind, 0)
 
 
 class EdgeServer:
@@ -186,9 +281,13 @@ class EdgeServer:
         self._sessions: dict[bytes, _Session] = {}
         self._session_numbers = 0
         self._outbox: collections.deque[list] = collections.deque()
+        # Replies to robots that are not reading, in order, waiting for room in their pipe.
+        self._blocked: dict[bytes, collections.deque[list]] = {}
+        self._buckets: dict[str, _TokenBucket] = {}
         self._latencies: dict[str, collections.deque[float]] = {}
         self._counters = collections.Counter()
-        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
+        self._throttle = _LogThrottle()
+        self._scheduler: FairScheduler[_QueuedCall] | None = None
         self._context: zmq.Context | None = None
         self._socket: zmq.Socket | None = None
         self._monitor: zmq.Socket | None = None
@@ -198,15 +297,19 @@ class EdgeServer:
         self._wake_reader: socket.socket | None = None
         self._wake_writer: socket.socket | None = None
         self._started_at = 0.0
+        self._failure: str | None = None
         self.endpoint = ''
 
     # -- life cycle ------------------------------------------------------------------
 
     def start(self) -> str:
         """Bind and start serving; return the bound endpoint (port 0 is resolved)."""
-        if self._thread is not None:
+        if self.serving:
             return self.endpoint
+        if self._thread is not None:
+            self.stop()  # the I/O thread ended by itself: release what it left
         config = self.config
+        _raise_open_file_limit()
         self._context = zmq.Context()
         sock = self._context.socket(zmq.ROUTER)
         sock.linger = 0
@@ -217,6 +320,9 @@ class EdgeServer:
         sock.maxmsgsize = config.max_message_bytes
         sock.heartbeat_ivl = 1000
         sock.heartbeat_timeout = 5000
+        # A connection that has not finished the security handshake by then is closed:
+        # idle pre-login connections hold a file descriptor only this long.
+        sock.handshake_ivl = max(1, int(config.handshake_timeout_s * 1000))
         if self._key_pair is not None:
             self._auth = ThreadAuthenticator(self._context, log=_logger.getChild('auth'))
             self._auth.start()
@@ -235,18 +341,26 @@ class EdgeServer:
             sock.bind(config.endpoint)
         except zmq.ZMQError as error:
             sock.close(linger=0)
+            self._monitor.close(linger=0)
             self._stop_auth()
             self._context.term()
+            self._context = None
             raise OSError(f'cannot bind edge server to {config.endpoint}: {error}') from None
         self._socket = sock
         self.endpoint = sock.getsockopt_string(zmq.LAST_ENDPOINT)
         self._wake_reader, self._wake_writer = socket.socketpair()
         self._wake_reader.setblocking(False)
         self._wake_writer.setblocking(False)
-        self._pool = concurrent.futures.ThreadPoolExecutor(
-            max_workers=config.worker_threads, thread_name_prefix='edge-server-worker'
-        )
+        self._scheduler = FairScheduler(config.worker_threads, config.max_inflight_per_key)
+        for index in range(config.worker_threads):
+            threading.Thread(
+                target=self._worker_loop,
+                args=(self._scheduler,),
+                name=f'edge-server-worker-{index}',
+                daemon=True,
+            ).start()
         self._stopping.clear()
+        self._failure = None
         self._started_at = time.monotonic()
         self._thread = threading.Thread(target=self._run, name='edge-server-io', daemon=True)
         self._thread.start()
@@ -268,14 +382,18 @@ class EdgeServer:
         self._wake()
         self._thread.join(timeout=1.0)
         self._thread = None
-        # Queued computations are cancelled; one already running (a model on a worker)
-        # cannot be interrupted and is not waited for: its reply has nowhere to go.
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        # Queued calls are dropped; one already running (a model on a worker) cannot be
+        # interrupted and is not waited for: its reply has nowhere to go.
+        if self._scheduler is not None:
+            self._scheduler.close()
+            self._scheduler = None
         with self._lock:
             sessions = list(self._sessions.values())
             self._sessions.clear()
             deferred = [future for session in sessions for future in _detach_deferred(session)]
             self._outbox.clear()
+            self._blocked.clear()
+            self._buckets.clear()
         for future in deferred:
             future.cancel()
         for session in sessions:
@@ -284,10 +402,16 @@ class EdgeServer:
         for sock in (self._wake_reader, self._wake_writer):
             if sock is not None:
                 sock.close()
+        self._wake_reader = self._wake_writer = None
         if self._context is not None:
             self._context.term()
             self._context = None
         _logger.info('edge server %s stopped', self.config.server_id)
+
+    def restart(self) -> str:
+        """Stop (after a failure, say) and serve again on the configured endpoint."""
+        self.stop()
+        return self.start()
 
     def _stop_auth(self) -> None:
         if self._auth is not None:
@@ -303,8 +427,14 @@ class EdgeServer:
 
     @property
     def serving(self) -> bool:
-        """Return whether the server is bound and serving."""
-        return self._thread is not None
+        """Return whether the I/O thread is alive and serving (not merely created)."""
+        thread = self._thread
+        return thread is not None and thread.is_alive() and not self._stopping.is_set()
+
+    @property
+    def failure(self) -> str | None:
+        """Return why serving ended by itself, or None (never started, serving, stopped)."""
+        return self._failure
 
     def stats(self) -> ServerStats:
         """Return current load, counters and per-model latency."""
@@ -319,6 +449,7 @@ class EdgeServer:
                     p95_s=_percentile(ordered, 0.95),
                     max_s=ordered[-1],
                 )
+            scheduler = self._scheduler
             return ServerStats(
                 endpoint=self.endpoint,
                 sessions=len(self._sessions),
@@ -329,6 +460,8 @@ class EdgeServer:
                 rejected_total=self._counters['rejected'],
                 malformed_total=self._counters['malformed'],
                 auth_failures_total=self._counters['auth_failures'],
+                replies_undelivered_total=self._counters['undelivered'],
+                queued=scheduler.queued() if scheduler is not None else 0,
                 uptime_s=time.monotonic() - self._started_at if self._started_at else 0.0,
                 models=models,
             )
@@ -336,10 +469,11 @@ class EdgeServer:
     # -- I/O thread ------------------------------------------------------------------
 
     def _wake(self) -> None:
-        if self._wake_writer is None:
+        writer = self._wake_writer
+        if writer is None:
             return
         try:
-            self._wake_writer.send(b'\0')
+            writer.send(b'\0')
         except (BlockingIOError, OSError):
             pass
 
@@ -349,29 +483,60 @@ class EdgeServer:
         poller.register(self._monitor, zmq.POLLIN)
         poller.register(self._wake_reader.fileno(), zmq.POLLIN)
         next_sweep = time.monotonic() + 1.0
+        failures_in_a_row = 0
         try:
             while not self._stopping.is_set():
-                events = dict(poller.poll(100))
-                if self._wake_reader.fileno() in events:
-                    try:
-                        while self._wake_reader.recv(4096):
-                            pass
-                    except (BlockingIOError, OSError):
-                        pass
-                if self._monitor in events:
-                    self._on_monitor_events()
-                if self._socket in events:
-                    self._on_messages()
-                self._flush_outbox()
-                if time.monotonic() >= next_sweep:
-                    self._expire_sessions()
-                    next_sweep = time.monotonic() + 1.0
-        except Exception:  # noqa: BLE001 - log why serving stopped
-            _logger.exception('edge server I/O thread failed')
+                try:
+                    self._serve_once(poller)
+                    if time.monotonic() >= next_sweep:
+                        self._expire_sessions()
+                        next_sweep = time.monotonic() + 1.0
+                    failures_in_a_row = 0
+                except zmq.ContextTerminated:
+                    raise
+                except Exception as error:  # noqa: BLE001 - serving goes on after one failure
+                    failures_in_a_row += 1
+                    self._log_failure('serving loop', error)
+                    if failures_in_a_row >= 100:
+                        raise  # failing on every turn: not one bad message; give up, loudly
+                    time.sleep(min(0.01, 0.001 * failures_in_a_row))
+        except Exception as error:  # noqa: BLE001 - say why serving stopped
+            self._failure = f'{type(error).__name__}: {error}'
+            _logger.exception('edge server I/O thread failed: not serving any more')
         finally:
             self._socket.disable_monitor()
             self._monitor.close(linger=0)
             self._socket.close(linger=0)
+
+    def _serve_once(self, poller: zmq.Poller) -> None:
+        events = dict(poller.poll(5 if self._blocked else 100))
+        if self._wake_reader.fileno() in events:
+            try:
+                while self._wake_reader.recv(4096):
+                    pass
+            except (BlockingIOError, OSError):
+                pass
+        if self._monitor in events:
+            self._on_monitor_events()
+        if self._socket in events:
+            self._on_messages()
+        self._flush_outbox()
+
+    def _log_failure(self, where: str, error: BaseException) -> None:
+        """Log an unexpected exception: a traceback the first time, then rate-limited."""
+        kind = f'{where}: {type(error).__name__}'
+        log_now, first, suppressed = self._throttle.allow(kind)
+        if not log_now:
+            return
+        more = f' ({suppressed} more like it not logged)' if suppressed else ''
+        _logger.error(
+            '%s failed: %s: %s%s',
+            where,
+            type(error).__name__,
+            error,
+            more,
+            exc_info=(type(error), error, error.__traceback__) if first else None,
+        )
 
     def _on_monitor_events(self) -> None:
         while True:
@@ -379,17 +544,27 @@ class EdgeServer:
                 event = recv_monitor_message(self._monitor, flags=zmq.NOBLOCK)
             except zmq.Again:
                 return
+            kind = event['event']
+            if kind == zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL:
+                # Closed or timed out before finishing the handshake: a port scan, a robot
+                # that went away mid-handshake, or idle connections holding descriptors.
+                counter, level = 'handshakes_incomplete', logging.INFO
+                why = (
+                    'a connection closed or timed out before finishing the security '
+                    f'handshake (limit {self.config.handshake_timeout_s:g} s)'
+                )
+            elif kind == zmq.EVENT_HANDSHAKE_FAILED_AUTH:
+                counter, level = 'auth_failures', logging.WARNING
+                why = 'refused a robot: its key is not authorised'
+            else:
+                counter, level = 'auth_failures', logging.WARNING
+                why = f'refused a connection: {_handshake_protocol_error(event["value"])}'
             with self._lock:
-                self._counters['auth_failures'] += 1
-                count = self._counters['auth_failures']
+                self._counters[counter] += 1
+                count = self._counters[counter]
             if _should_log(count):
-                _logger.warning(
-                    'refused a robot on %s: %s (%d refusals so far)',
-                    event.get('endpoint', b'?'),
-                    'its key is not authorised'
-                    if event['event'] == zmq.EVENT_HANDSHAKE_FAILED_AUTH
-                    else 'security handshake failed (plaintext or wrong server key?)',
-                    count,
+                _logger.log(
+                    level, '%s on %s (%d so far)', why, _text(event.get('endpoint')), count
                 )
 
     def _on_messages(self) -> None:
@@ -402,7 +577,12 @@ class EdgeServer:
                 self._count_malformed('a message without a routing identity or header')
                 continue
             identity = frames[0].bytes
-            self._on_message(identity, [frame.buffer for frame in frames[1:]])
+            try:
+                self._on_message(
+                    identity, _peer_key(frames[1]), [frame.buffer for frame in frames[1:]]
+                )
+            except Exception as error:  # noqa: BLE001 - one message must not stop serving
+                self._on_message_failed(identity, 0, error)
 
     def _count_malformed(self, what: str) -> None:
         with self._lock:
@@ -411,20 +591,45 @@ class EdgeServer:
         if _should_log(count):
             _logger.warning('rejected %s (%d malformed messages so far)', what, count)
 
-    def _on_message(self, identity: bytes, buffers: list[memoryview]) -> None:
+    def _on_message_failed(self, identity: bytes, request_id: int, error: Exception) -> None:
+        """Answer a message whose handling raised, log it (rate-limited) and go on."""
+        with self._lock:
+            self._counters['errors'] += 1
+        self._log_failure('handling a message', error)
+        self._send(
+            identity,
+            protocol.error_message(
+                request_id,
+                protocol.E_INVALID_INPUT,
+                f'the server could not handle this message: {type(error).__name__}: {error}',
+            ),
+        )
+
+    def _on_message(self, identity: bytes, key: str, buffers: list[memoryview]) -> None:
         try:
             message = protocol.decode(buffers, max_message_bytes=self.config.max_message_bytes)
         except protocol.ProtocolError as error:
             self._count_malformed(f'a message: {error}')
             self._send(identity, protocol.error_message(0, error.code, error.message))
             return
+        try:
+            self._dispatch(identity, key, message)
+        except protocol.ProtocolError as error:
+            self._count_malformed(f'a {message.type} message: {error}')
+            self._send(
+                identity, protocol.error_message(message.request_id, error.code, error.message)
+            )
+        except Exception as error:  # noqa: BLE001 - one message must not stop serving
+            self._on_message_failed(identity, message.request_id, error)
+
+    def _dispatch(self, identity: bytes, key: str, message: protocol.Message) -> None:
         now = time.monotonic()
         with self._lock:
             session = self._sessions.get(identity)
             if session is not None:
                 session.last_seen = now
         if message.type == protocol.HELLO:
-            self._on_hello(identity, message, now)
+            self._on_hello(identity, key, message, now)
         elif message.type == protocol.BYE:
             self._close_session(identity, 'said bye')
         elif session is None:
@@ -449,36 +654,61 @@ class EdgeServer:
                 ),
             )
 
-    def _on_hello(self, identity: bytes, message: protocol.Message, now: float) -> None:
+    def _on_hello(self, identity: bytes, key: str, message: protocol.Message, now: float) -> None:
         name = message.fields.get('client_name')
-        name = name if isinstance(name, str) and name else 'robot'
+        name = name[:64] if isinstance(name, str) and name else 'robot'
+        instance = message.fields.get('instance')
+        instance = instance[:64] if isinstance(instance, str) else ''
+        config = self.config
+        replaced: _Session | None = None
+        refusal = ''
         with self._lock:
             session = self._sessions.get(identity)
+            if session is None and instance:
+                session = self._take_over_own_session(identity, key, instance, now)
             if session is None:
-                if len(self._sessions) >= self.config.max_clients:
+                same_key = [other for other in self._sessions.values() if other.key == key]
+                if len(same_key) >= config.max_sessions_per_key:
+                    refusal = f'{config.max_sessions_per_key} sessions of this robot key open'
+                elif len(self._sessions) >= config.max_clients:
+                    refusal = f'{config.max_clients} robots connected'
+                if refusal:
+                    # A restarted robot takes over the slot of its own silent session.
+                    replaced = self._stale_session(same_key, now)
+                    if replaced is not None:
+                        refusal = ''
+                        del self._sessions[replaced.identity]
+                        deferred = _detach_deferred(replaced)
+                if refusal:
                     self._counters['rejected'] += 1
-                    refused = True
                 else:
-                    refused = False
                     self._session_numbers += 1
                     session = _Session(
-                        session_id=f'{name[:64]}#{self._session_numbers}',
+                        session_id=f'{name}#{self._session_numbers}',
                         identity=identity,
-                        client_name=name[:64],
+                        client_name=name,
                         last_seen=now,
+                        key=key,
+                        instance=instance,
                     )
                     self._sessions[identity] = session
+                    self._scheduler.connect(key)
                     _logger.info('session %s opened', session.session_id)
-            else:
-                refused = False
-        if refused:
+        if replaced is not None:
+            for future in deferred:
+                future.cancel()
+            self._scheduler.disconnect(replaced.key)
+            _logger.info(
+                'session %s closed: replaced by %s of the same robot key (silent %.1f s)',
+                replaced.session_id,
+                session.session_id,
+                now - replaced.last_seen,
+            )
+            self._close_session_states(replaced)
+        if refusal:
             self._send(
                 identity,
-                protocol.error_message(
-                    0,
-                    protocol.E_SERVER_FULL,
-                    f'server full: {self.config.max_clients} robots connected',
-                ),
+                protocol.error_message(0, protocol.E_SERVER_FULL, f'server full: {refusal}'),
             )
             return
         self._send(
@@ -487,15 +717,40 @@ class EdgeServer:
                 protocol.WELCOME,
                 0,
                 {
-                    'server_id': self.config.server_id,
+                    'server_id': config.server_id,
                     'session_id': session.session_id,
-                    'models': list(self.config.models),
+                    'models': list(config.models),
                     'modes': list(self._modes),
-                    'max_inflight': self.config.max_inflight_per_client,
-                    'max_message_bytes': self.config.max_message_bytes,
+                    'max_inflight': config.max_inflight_per_client,
+                    'max_message_bytes': config.max_message_bytes,
                 },
             ),
         )
+
+    def _take_over_own_session(
+        self, identity: bytes, key: str, instance: str, now: float
+    ) -> _Session | None:
+        """Move this client instance's session to its new connection (lock held)."""
+        for old_identity, session in self._sessions.items():
+            if session.key == key and session.instance == instance:
+                del self._sessions[old_identity]
+                self._blocked.pop(old_identity, None)
+                session.identity = identity
+                session.last_seen = now
+                self._sessions[identity] = session
+                _logger.info('session %s moved to a new connection', session.session_id)
+                return session
+        return None
+
+    def _stale_session(self, sessions: list[_Session], now: float) -> _Session | None:
+        """Return the longest-silent idle session of ``sessions`` past stale_session_s."""
+        stale = [
+            session
+            for session in sessions
+            if now - session.last_seen >= self.config.stale_session_s
+            and session.inflight == len(session.deferred)
+        ]
+        return min(stale, key=lambda session: session.last_seen, default=None)
 
     def _on_call(self, session: _Session, message: protocol.Message, received: float) -> None:
         request_id = message.request_id
@@ -514,45 +769,108 @@ class EdgeServer:
                 f'mode {mode_name!r} is not served here; modes: {sorted(self._modes)}',
             )
             return
-        with self._lock:
-            if session.inflight >= self.config.max_inflight_per_client:
-                self._counters['rejected'] += 1
-                busy = True
-            else:
-                busy = False
-                session.inflight += 1
-                self._counters['requests'] += 1
-                state_missing = mode_name not in session.mode_states
-        if busy:
+        call = ServerCall(op, args, message.tensors, session.session_id, request_id)
+        config = self.config
+        batch = mode.call_batch(call)
+        if batch > config.max_batch_per_call:
+            self._reject(
+                session,
+                request_id,
+                protocol.E_TOO_LARGE,
+                f'a batch of {batch} is more than this server takes in one call '
+                f'(max_batch_per_call {config.max_batch_per_call})',
+            )
+            return
+        refusal = self._admit(session, message.payload_bytes(), received)
+        if refusal:
+            self._send(
+                session.identity, protocol.error_message(request_id, protocol.E_BUSY, refusal)
+            )
+            return
+        if mode_name not in session.mode_states:
+            session.mode_states[mode_name] = mode.open_session(session.session_id)
+        try:
+            self._scheduler.put(session.key, _QueuedCall(session, mode, call, received))
+        except (QueueFullError, SchedulerClosedError) as error:
+            with self._lock:
+                session.inflight -= 1
+            stopping = isinstance(error, SchedulerClosedError)
             self._send(
                 session.identity,
                 protocol.error_message(
                     request_id,
-                    protocol.E_BUSY,
-                    f'{self.config.max_inflight_per_client} requests already in flight',
+                    protocol.E_SHUTTING_DOWN if stopping else protocol.E_BUSY,
+                    'server stopping' if stopping else f'queue full: {error}',
                 ),
             )
-            return
-        if state_missing:
-            session.mode_states[mode_name] = mode.open_session(session.session_id)
-        call = ServerCall(op, args, message.tensors, session.session_id, request_id)
-        try:
-            self._pool.submit(self._work, session, mode, call, received)
-        except RuntimeError:  # pool shut down: the server is stopping
-            with self._lock:
-                session.inflight -= 1
-            self._send(
-                session.identity,
-                protocol.error_message(request_id, protocol.E_SHUTTING_DOWN, 'server stopping'),
+
+    def _admit(self, session: _Session, payload_bytes: int, now: float) -> str:
+        """Count the call in flight and return '', or return why it is refused (busy)."""
+        config = self.config
+        with self._lock:
+            key_inflight = sum(
+                other.inflight for other in self._sessions.values() if other.key == session.key
             )
+            bucket = self._buckets.get(session.key)
+            if bucket is None and config.max_bytes_per_s_per_key:
+                capacity = max(config.max_message_bytes, config.max_bytes_per_s_per_key)
+                bucket = self._buckets[session.key] = _TokenBucket(
+                    config.max_bytes_per_s_per_key, capacity, now
+                )
+            if session.inflight >= config.max_inflight_per_client:
+                refusal = f'{config.max_inflight_per_client} requests already in flight'
+            elif key_inflight >= config.max_inflight_per_key:
+                refusal = (
+                    f'{config.max_inflight_per_key} requests of this robot key already in flight'
+                )
+            elif bucket is not None and not bucket.take(payload_bytes, now):
+                refusal = (
+                    f'this robot key sends more than '
+                    f'{config.max_bytes_per_s_per_key / 1e6:g} MB/s (max_bytes_per_s_per_key)'
+                )
+            else:
+                refusal = ''
+                session.inflight += 1
+                self._counters['requests'] += 1
+            if refusal:
+                self._counters['rejected'] += 1
+        return refusal
 
     def _reject(self, session: _Session, request_id: int, code: str, text: str) -> None:
         with self._lock:
             self._counters['errors'] += 1
         self._send(session.identity, protocol.error_message(request_id, code, text))
 
-    def _work(self, session: _Session, mode: ServerMode, call: ServerCall, received: float):
+    # -- workers ---------------------------------------------------------------------
+
+    def _worker_loop(self, scheduler: FairScheduler[_QueuedCall]) -> None:
+        while True:
+            ticket = scheduler.take()
+            if ticket is None:
+                return
+            try:
+                self._work(ticket.item)
+            except BaseException as error:  # noqa: BLE001 - a worker must outlive one call
+                self._log_failure('worker', error)
+            finally:
+                scheduler.finish(ticket)
+
+    def _session_open(self, session: _Session) -> bool:
+        """Return whether ``session`` still serves (call with the lock held)."""
+        return not self._stopping.is_set() and self._sessions.get(session.identity) is session
+
+    def _work(self, queued: _QueuedCall) -> None:
         """Run one call on a worker thread and queue its reply, or defer it to a future."""
+        session, mode, call, received = (
+            queued.session,
+            queued.mode,
+            queued.call,
+            queued.received,
+        )
+        with self._lock:
+            if not self._session_open(session):
+                session.inflight -= 1  # closed while queued: nobody to answer
+                return
         try:
             outcome = mode.handle(session.mode_states.get(mode.name), call)
         except Exception as error:  # noqa: BLE001 - answered with an ERROR below
@@ -567,7 +885,8 @@ class EdgeServer:
         frames = self._reply_frames(session, mode, call, received, outcome)
         with self._lock:
             session.inflight -= 1
-            self._outbox.append([session.identity, *frames])
+            if self._session_open(session):
+                self._outbox.append([session.identity, *frames])
         self._wake()
 
     def _defer(
@@ -580,9 +899,7 @@ class EdgeServer:
     ) -> None:
         """Send the reply when ``future`` completes; the call stays in flight until then."""
         with self._lock:
-            session_open = (
-                not self._stopping.is_set() and self._sessions.get(session.identity) is session
-            )
+            session_open = self._session_open(session)
             if session_open:
                 session.deferred.add(future)
             else:
@@ -665,12 +982,7 @@ class EdgeServer:
                 protocol.error_message(call.request_id, error.code, error.message)
             )
         except BaseException as error:  # noqa: BLE001 - one bad request must not stop the server
-            _logger.error(
-                'session %s: %s call failed',
-                session.session_id,
-                mode.name,
-                exc_info=(type(error), error, error.__traceback__),
-            )
+            self._log_failure(f'a {mode.name} call (session {session.session_id})', error)
             with self._lock:
                 self._counters['errors'] += 1
             frames = protocol.encode(
@@ -680,21 +992,70 @@ class EdgeServer:
             )
         return frames
 
+    # -- replies -----------------------------------------------------------------------
+
     def _send(self, identity: bytes, message: protocol.Message) -> None:
         with self._lock:
             self._outbox.append([identity, *protocol.encode(message)])
 
     def _flush_outbox(self) -> None:
+        # Robots that were not reading get their waiting replies first, in order.
+        for identity in list(self._blocked):
+            backlog = self._blocked[identity]
+            while backlog and self._try_send(backlog[0]):
+                backlog.popleft()
+            if not backlog:
+                del self._blocked[identity]
         while True:
             with self._lock:
                 if not self._outbox:
                     return
                 frames = self._outbox.popleft()
-            try:
-                self._socket.send_multipart(frames, flags=zmq.NOBLOCK, copy=False)
-            except zmq.ZMQError as error:
-                # The robot is gone (EHOSTUNREACH) or not reading (EAGAIN): drop the reply.
-                _logger.debug('dropped a reply: %s', error)
+            identity = frames[0]
+            if identity in self._blocked or not self._try_send(frames):
+                self._hold_reply(identity, frames)
+
+    def _try_send(self, frames: list) -> bool:
+        """Send one reply; False if the robot's pipe is full (retry later)."""
+        try:
+            self._socket.send_multipart(frames, flags=zmq.NOBLOCK, copy=False)
+        except zmq.Again:
+            return False
+        except zmq.ZMQError as error:
+            why = (
+                'the robot has disconnected'
+                if error.errno == zmq.EHOSTUNREACH
+                else f'cannot send: {error}'
+            )
+            self._count_undelivered(1, why)
+        return True
+
+    def _hold_reply(self, identity: bytes, frames: list) -> None:
+        backlog = self._blocked.setdefault(identity, collections.deque())
+        backlog.append(frames)
+        limit = self.config.max_pending_replies_per_client
+        if len(backlog) > limit:
+            self._blocked.pop(identity, None)
+            self._count_undelivered(
+                len(backlog), f'the robot did not read its replies ({limit} waiting)'
+            )
+            self._close_session(identity, f'not reading its replies ({limit} waiting)')
+
+    def _count_undelivered(self, count: int, why: str) -> None:
+        with self._lock:
+            self._counters['undelivered'] += count
+            total = self._counters['undelivered']
+        log_now, _, suppressed = self._throttle.allow(f'undelivered: {why}')
+        if log_now:
+            _logger.warning(
+                'dropped %d repl%s: %s (%d undelivered in all)',
+                count + suppressed,
+                'y' if count + suppressed == 1 else 'ies',
+                why,
+                total,
+            )
+
+    # -- sessions ----------------------------------------------------------------------
 
     def _expire_sessions(self) -> None:
         cutoff = time.monotonic() - self.config.session_timeout_s
@@ -715,6 +1076,8 @@ class EdgeServer:
         for future in deferred:
             future.cancel()  # a result that still comes is dropped
         if session is not None:
+            if self._scheduler is not None:
+                self._scheduler.disconnect(session.key)
             _logger.info('session %s closed: %s', session.session_id, why)
             self._close_session_states(session)
 
@@ -724,6 +1087,51 @@ class EdgeServer:
                 self._modes[mode_name].close_session(state)
             except Exception:  # noqa: BLE001 - closing one mode must not skip the others
                 _logger.exception('closing %s state of %s failed', mode_name, session.session_id)
+
+
+def _peer_key(frame: zmq.Frame) -> str:
+    """Return who sent ``frame``: its CURVE key (ZAP user id), else its address."""
+    for name in ('User-Id', 'Peer-Address'):
+        try:
+            value = frame.get(name)
+        except zmq.ZMQError:
+            continue
+        if value:
+            return str(value)
+    return 'anonymous'
+
+
+def _handshake_protocol_error(code: int) -> str:
+    """Say what a ZMTP handshake protocol error code means for an operator."""
+    mismatch = getattr(zmq, 'PROTOCOL_ERROR_ZMTP_MECHANISM_MISMATCH', None)
+    crypto = getattr(zmq, 'PROTOCOL_ERROR_ZMTP_CRYPTOGRAPHIC', None)
+    if code == mismatch:
+        return 'security mechanism mismatch (a plaintext robot on a CURVE server?)'
+    if code == crypto:
+        return "the robot's handshake did not decrypt (it has the wrong server key?)"
+    return f'security handshake protocol error 0x{code:x}'
+
+
+def _text(value: object) -> str:
+    return value.decode(errors='replace') if isinstance(value, bytes) else str(value)
+
+
+def _raise_open_file_limit() -> None:
+    """Raise the soft open-file limit to the hard one: each connection holds a descriptor."""
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - not POSIX
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = hard if hard != resource.RLIM_INFINITY else max(soft, 1 << 16)
+    target = min(target, 1 << 20)
+    if soft != resource.RLIM_INFINITY and soft < target:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+        except (ValueError, OSError) as error:
+            _logger.warning('cannot raise the open-file limit from %d: %s', soft, error)
+        else:
+            _logger.info('open-file limit raised from %d to %d', soft, target)
 
 
 def _detach_deferred(session: _Session) -> list[concurrent.futures.Future]:

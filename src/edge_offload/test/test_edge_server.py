@@ -165,7 +165,9 @@ def test_oversized_message_is_dropped_by_the_server(keys):
 
 
 def test_max_clients_and_in_flight_limits(keys):
-    with _server(keys, max_clients=1, max_inflight_per_client=1, worker_threads=1) as server:
+    with _server(
+        keys, max_clients=1, max_inflight_per_client=1, worker_threads=1, max_batch_per_call=64
+    ) as server:
         first = _client(keys, server.endpoint, client_name='first')
         assert first.wait_connected(5.0)
         # Only once the first robot holds the one slot: the second must be refused.

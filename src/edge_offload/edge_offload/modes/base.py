@@ -275,6 +275,15 @@ class ServerMode(abc.ABC):
 
         """
 
+    def call_batch(self, call: ServerCall) -> int:
+        """Return how many samples ``call`` asks the model to compute (1 by default).
+
+        The server refuses a call whose batch is over its ``max_batch_per_call`` before it
+        queues it, so one legal-looking request cannot hold a worker for seconds. Runs on
+        the server's I/O thread: read shapes only, compute nothing.
+        """
+        return 1
+
     def close_session(self, state: Any) -> None:  # noqa: B027 - optional hook
         """Release a session's state (client said bye, timed out or server stopped)."""
 

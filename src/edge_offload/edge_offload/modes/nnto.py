@@ -69,6 +69,13 @@ class NntoServerMode(ServerMode):
 
     name = 'nnto'
 
+    def call_batch(self, call: ServerCall) -> int:
+        """Return the batch of the call's inputs: the largest leading dimension."""
+        return max(
+            (int(tensor.shape[0]) for tensor in call.tensors.values() if tensor.dim() >= 2),
+            default=1,
+        )
+
     def handle(self, state: object, call: ServerCall) -> ServerReply:
         """Run the model named in the call and return its outputs."""
         if call.op != _OP_INFER:

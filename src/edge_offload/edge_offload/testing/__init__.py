@@ -12,6 +12,7 @@ from edge_offload.testing.graph_wait import (
 from edge_offload.testing.offload import (
     HeadlessServer,
     KeySet,
+    authorize_robot,
     edge_server_node_command,
     free_tcp_port,
     make_test_keys,
@@ -29,6 +30,7 @@ __all__ = [
     'HeadlessServer',
     'ProcessGroup',
     'KeySet',
+    'authorize_robot',
     'edge_server_node_command',
     'free_tcp_port',
     'make_test_keys',

@@ -39,6 +39,13 @@ def make_test_keys(directory: Path) -> KeySet:
     return KeySet(server_secret, server_public, authorized, robot_secret, intruder_secret)
 
 
+def authorize_robot(keys: KeySet, name: str) -> Path:
+    """Create another robot key pair beside ``keys`` and authorise it; return its secret."""
+    public, secret = generate_key_pair(keys.server_secret.parent / 'robots' / name, name)
+    (keys.authorized_clients_dir / public.name).write_bytes(public.read_bytes())
+    return secret
+
+
 def free_tcp_port() -> int:
     """Return a TCP port on 127.0.0.1 that was free a moment ago."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
