@@ -562,7 +562,8 @@ class EdgeServer:
             with self._lock:
                 self._counters[counter] += 1
                 count = self._counters[counter]
-            if _should_log(count):
+            # Time-based: a flood of idle connections must not flood the log too.
+            if self._throttle.allow(f'handshake: {why}')[0]:
                 _logger.log(
                     level, '%s on %s (%d so far)', why, _text(event.get('endpoint')), count
                 )
@@ -1186,8 +1187,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--worker-threads', type=int)
     parser.add_argument('--torch-threads', type=int)
     parser.add_argument('--max-clients', type=int)
+    parser.add_argument('--max-sessions-per-key', type=int)
     parser.add_argument('--max-inflight-per-client', type=int)
+    parser.add_argument('--max-inflight-per-key', type=int)
+    parser.add_argument('--max-bytes-per-s-per-key', type=float)
+    parser.add_argument('--max-batch-per-call', type=int)
     parser.add_argument('--max-message-bytes', type=int)
+    parser.add_argument('--handshake-timeout-s', type=float)
     parser.add_argument(
         '--stats-period-s', type=float, default=0.0, help='log load and latency every N s'
     )
@@ -1211,8 +1217,13 @@ def main(argv: list[str] | None = None) -> int:
             'worker_threads': args.worker_threads,
             'torch_threads': args.torch_threads,
             'max_clients': args.max_clients,
+            'max_sessions_per_key': args.max_sessions_per_key,
             'max_inflight_per_client': args.max_inflight_per_client,
+            'max_inflight_per_key': args.max_inflight_per_key,
+            'max_bytes_per_s_per_key': args.max_bytes_per_s_per_key,
+            'max_batch_per_call': args.max_batch_per_call,
             'max_message_bytes': args.max_message_bytes,
+            'handshake_timeout_s': args.handshake_timeout_s,
         }
         values.update({key: value for key, value in overrides.items() if value is not None})
         if args.allow_plaintext:

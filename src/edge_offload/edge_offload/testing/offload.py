@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import collections
 import re
+import resource
 import select
 import socket
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -108,12 +110,17 @@ def offload_bridge_node_command(
 
 
 def start_headless_server(
-    keys: KeySet, models: list[str], *arguments: str, timeout_s: float = 60.0
+    keys: KeySet,
+    models: list[str],
+    *arguments: str,
+    timeout_s: float = 60.0,
+    open_files_soft_limit: int | None = None,
 ) -> tuple[subprocess.Popen, str]:
     """Start ``edge_offload_server`` on a free loopback port; return it and its endpoint.
 
     Its log goes to the process's stdout pipe after the first line, which names the
-    bound endpoint.
+    bound endpoint. ``open_files_soft_limit`` starts it with that soft RLIMIT_NOFILE (the
+    hard limit unchanged), as a small default limit on a robot's or a server's OS would.
     """
     command = [
         sys.executable,
@@ -130,19 +137,39 @@ def start_headless_server(
         *arguments,
     ]
     return _start_announcing(
-        command, r'listening on (tcp://\S+)', 'edge_offload_server', timeout_s
+        command,
+        r'listening on (tcp://\S+)',
+        'edge_offload_server',
+        timeout_s,
+        preexec_fn=None if open_files_soft_limit is None else _soft_nofile(open_files_soft_limit),
     )
 
 
+def _soft_nofile(limit: int) -> Callable[[], None]:
+    def apply() -> None:
+        _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (limit, hard))
+
+    return apply
+
+
 def _start_announcing(
-    command: list[str], pattern: str, what: str, timeout_s: float
+    command: list[str],
+    pattern: str,
+    what: str,
+    timeout_s: float,
+    preexec_fn: Callable[[], None] | None = None,
 ) -> tuple[subprocess.Popen, str]:
     """Start ``command``; return it and the group of ``pattern`` in its first output line.
 
     Its later output stays in the process's stdout pipe.
     """
     process = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        preexec_fn=preexec_fn,  # noqa: PLW1509 - sets an rlimit only, before exec
     )
     ready, _, _ = select.select([process.stdout], [], [], timeout_s)
     line = process.stdout.readline() if ready else ''
