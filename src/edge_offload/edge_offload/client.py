@@ -9,24 +9,31 @@ flight (a stream of tensor slices, a long-poll for the server's data). The I/O t
 sends, receives, answers the connection's life-cycle events, expires calls whose deadline
 passed and sends a PING every ``ping_interval_s`` as the active RTT probe.
 
-Connection life cycle: the socket connects and reconnects by itself; after every
-successful transport handshake the client sends HELLO and is ``CONNECTED`` once the server
-answers WELCOME. A lost connection, a failed CURVE handshake (the server did not accept
-this robot's key, or its own key is not the one configured) or a server that stays
-silent for ``liveness_timeout_s`` fails every pending call at once with
+Connection life cycle (``connection_state.ConnectionLifecycle``, a pure state machine the
+I/O thread feeds with events): the socket connects and reconnects by itself; the client
+says HELLO after every successful transport handshake and, whenever it is not
+``CONNECTED``, again every ``hello_retry_s`` (backing off up to 1 s after ``server_full``),
+whether or not the transport dropped, and is ``CONNECTED`` once the server answers
+WELCOME. So a robot that stalled, was refused or lost its session always gets back to
+offloading once the server can serve it. HELLO carries ``client_name``, ``pid`` and
+``instance``, a random token of this client object, so the server can tell a reconnect of
+the same client from a new one. A lost connection, a failed CURVE handshake (the server
+did not accept this robot's key, or its own key is not the one configured) or a server
+that stays silent for ``liveness_timeout_s`` fails every pending call at once with
 ``ServerUnavailableError`` and moves the client out of ``CONNECTED``, so callers fall back
-immediately instead of waiting for timeouts. Messages are never queued for a server that
-is not connected (``ZMQ_IMMEDIATE``), so nothing stale is sent after a reconnect.
+immediately instead of waiting for timeouts. A transport that stays up while HELLOs get
+no answer is replaced. Messages are never queued for a server that is not connected
+(``ZMQ_IMMEDIATE``), so nothing stale is sent after a reconnect.
 """
 
 from __future__ import annotations
 
 import collections
-import enum
 import itertools
 import logging
 import math
 import os
+import secrets
 import socket
 import threading
 import time
@@ -39,6 +46,15 @@ import zmq
 from zmq.utils.monitor import recv_monitor_message
 
 from edge_offload import protocol
+from edge_offload.connection_state import (
+    Action,
+    ConnectionLifecycle,
+    ConnectionState,
+    FailPending,
+    ResetTransport,
+    SendHello,
+    SetState,
+)
 from edge_offload.keys import load_public_key, load_secret_key_pair, validate_transport
 from edge_offload.modes.base import (
     DeadlineMissedError,
@@ -62,17 +78,7 @@ _REQUEST_ERRORS = {
 }
 _CANCEL_POLL_S = 0.02
 _MAX_WAIT_S = 60.0  # one wait at most (Event.wait refuses very long timeouts)
-
-
-class ConnectionState(enum.Enum):
-    """Where the client's connection to its server stands."""
-
-    CONNECTING = 'connecting'
-    CONNECTED = 'connected'
-    DISCONNECTED = 'disconnected'
-    UNAUTHENTICATED = 'unauthenticated'
-    INCOMPATIBLE = 'incompatible'
-    CLOSED = 'closed'
+_BYE_LINGER_MS = 200  # after BYE the socket waits this long at most for it to leave
 
 
 @dataclass
@@ -102,7 +108,12 @@ class ClientConfig:
     def validate(self) -> None:
         """Raise ValueError if a setting is invalid."""
         validate_transport(self.endpoint, self.security, self.allow_plaintext)
-        for name in ('request_timeout_s', 'ping_interval_s', 'liveness_timeout_s'):
+        for name in (
+            'request_timeout_s',
+            'ping_interval_s',
+            'liveness_timeout_s',
+            'hello_retry_s',
+        ):
             if getattr(self, name) <= 0:
                 raise ValueError(f'{name} must be > 0')
         if self.max_message_bytes < 1024 or self.max_pending_calls < 1:
@@ -275,7 +286,15 @@ class EdgeClient:
         self._server_info: dict[str, Any] = {}
         self._pings: dict[int, float] = {}
         self._last_rx = 0.0
-        self._handshake_done = False
+        self._instance = secrets.token_hex(8)
+        # Fed by the I/O thread (and by close once that thread is gone).
+        self._lifecycle_lock = threading.Lock()
+        self._lifecycle = ConnectionLifecycle(
+            config.endpoint,
+            hello_retry_s=config.hello_retry_s,
+            liveness_timeout_s=config.liveness_timeout_s,
+            now=time.monotonic(),
+        )
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, name='edge-client-io', daemon=True)
         self._socket.connect(config.endpoint)
@@ -294,6 +313,11 @@ class EdgeClient:
         """Return why the client is in its state (for logs and status)."""
         with self._lock:
             return self._state_reason
+
+    @property
+    def instance(self) -> str:
+        """Return this client object's random token (HELLO's ``instance`` field)."""
+        return self._instance
 
     @property
     def server_info(self) -> dict[str, Any]:
@@ -453,8 +477,7 @@ class EdgeClient:
         self._stopping.set()
         self._wake()
         self._thread.join(timeout=1.0)
-        self._fail_pending(ServerUnavailableError('client closed'))
-        self._set_state(ConnectionState.CLOSED, 'client closed')
+        self._drive(self._lifecycle.on_close)
         self._wake_reader.close()
         self._wake_writer.close()
 
@@ -517,15 +540,17 @@ class EdgeClient:
                     next_timer = time.monotonic() + min(
                         self.config.ping_interval_s, self.config.hello_retry_s
                     )
-            self._send_bye()
+            linger_ms = _BYE_LINGER_MS if self._send_bye() else 0
         except Exception:  # noqa: BLE001 - the I/O thread must report, not vanish
             _logger.exception('edge client I/O thread failed')
             self._set_state(ConnectionState.DISCONNECTED, 'client I/O thread failed')
             self._fail_pending(ServerUnavailableError('client I/O thread failed'))
+            linger_ms = 0
         finally:
             self._socket.disable_monitor()
             self._monitor.close(linger=0)
-            self._socket.close(linger=0)
+            # Long enough for BYE to leave, so the server frees this robot's slot now.
+            self._socket.close(linger=linger_ms)
             self._context.term()
 
     def _drain_wake(self) -> None:
@@ -583,8 +608,8 @@ class EdgeClient:
         if message.type == protocol.WELCOME:
             with self._lock:
                 self._server_info = dict(message.fields)
-            server_id = message.fields.get('server_id', '?')
-            self._set_state(ConnectionState.CONNECTED, f'connected to {server_id}')
+            server_id = str(message.fields.get('server_id', '?'))
+            self._drive(self._lifecycle.on_welcome, server_id)
         elif message.type == protocol.PONG:
             sent = self._pings.pop(message.request_id, None)
             if sent is not None and self.link is not None:
@@ -598,18 +623,20 @@ class EdgeClient:
             pending.received_at = now
             pending.bytes_down = size
             self._complete(message.request_id, reply=message)
+            if message.type == protocol.ERROR and message.fields.get('code') == (
+                protocol.E_NO_SESSION
+            ):
+                self._drive(self._lifecycle.on_no_session)
         elif message.type == protocol.ERROR:
             code = message.fields.get('code')
-            text = message.fields.get('message', '')
+            text = str(message.fields.get('message', ''))
             if code == protocol.E_VERSION:
-                self._set_state(ConnectionState.INCOMPATIBLE, f'edge server: {text}')
+                self._drive(self._lifecycle.on_version_mismatch, text)
             elif code == protocol.E_SERVER_FULL:
-                self._set_state(ConnectionState.DISCONNECTED, f'edge server refused: {text}')
+                self._drive(self._lifecycle.on_server_full, text)
             elif code == protocol.E_NO_SESSION:
                 # The server restarted or expired the session: say hello again.
-                self._set_state(ConnectionState.CONNECTING, 'edge server lost the session')
-                self._fail_pending(ServerUnavailableError('edge server lost the session'))
-                self._send(self._hello())
+                self._drive(self._lifecycle.on_no_session)
             else:
                 _logger.warning('edge server error: %s: %s', code, text)
 
@@ -621,71 +648,85 @@ class EdgeClient:
                 return
             kind = event['event']
             if kind == zmq.EVENT_HANDSHAKE_SUCCEEDED:
-                self._handshake_done = True
                 self._last_rx = time.monotonic()
-                self._set_state(ConnectionState.CONNECTING, 'transport up, saying hello')
-                self._send(self._hello())
+                self._drive(self._lifecycle.on_transport_up)
             elif kind == zmq.EVENT_DISCONNECTED:
-                refused = self.state in (
-                    ConnectionState.UNAUTHENTICATED,
-                    ConnectionState.INCOMPATIBLE,
-                )
-                if refused and not self._handshake_done:
-                    continue  # the refusal that caused this disconnect says more
-                self._lost_connection('connection to the edge server lost')
+                self._drive(self._lifecycle.on_transport_down)
             elif kind == zmq.EVENT_HANDSHAKE_FAILED_AUTH:
-                self._lost_connection(
+                self._drive(
+                    self._lifecycle.on_auth_failed,
                     "edge server refused this robot's key (not authorised)",
-                    ConnectionState.UNAUTHENTICATED,
                 )
             elif kind in (
                 zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL,
                 zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL,
             ):
-                self._lost_connection(
+                self._drive(
+                    self._lifecycle.on_auth_failed,
                     'security handshake with the edge server failed (wrong server key or '
                     'curve/plaintext mismatch)',
-                    ConnectionState.UNAUTHENTICATED,
                 )
 
-    def _lost_connection(
-        self, reason: str, state: ConnectionState = ConnectionState.DISCONNECTED
-    ) -> None:
-        self._handshake_done = False
-        self._pings.clear()
-        self._set_state(state, reason)
-        self._fail_pending(ServerUnavailableError(reason))
+    def _drive(self, event: Callable[..., list[Action]], *args: Any) -> None:
+        """Feed one event to the life-cycle machine and carry out its actions."""
+        with self._lifecycle_lock:
+            actions = event(time.monotonic(), *args)
+        for action in actions:
+            if isinstance(action, SetState):
+                self._set_state(action.state, action.reason)
+            elif isinstance(action, FailPending):
+                self._pings.clear()
+                self._fail_pending(ServerUnavailableError(action.reason))
+            elif isinstance(action, SendHello):
+                self._send(self._hello())
+            elif isinstance(action, ResetTransport):
+                self._reset_transport()
+
+    def _reset_transport(self) -> None:
+        """Replace the connection: a fresh transport handshake, a fresh identity."""
+        endpoint = self.config.endpoint
+        try:
+            self._socket.disconnect(endpoint)
+        except zmq.ZMQError as error:
+            _logger.debug('disconnect from %s: %s', endpoint, error)
+        self._socket.connect(endpoint)
 
     def _on_timer(self) -> None:
         now = time.monotonic()
-        state = self.state
-        if state is ConnectionState.CONNECTED:
-            if now - self._last_rx > self.config.liveness_timeout_s:
-                self._lost_connection(
-                    f'edge server silent for {self.config.liveness_timeout_s:.1f} s'
-                )
-                return
-            ping_id = next(self._ids)
-            if self._send(protocol.Message(protocol.PING, ping_id)):
-                self._pings[ping_id] = now
-                if len(self._pings) > 64:  # unanswered probes: keep the newest only
-                    for stale in sorted(self._pings)[:-64]:
-                        del self._pings[stale]
-                if self.link is not None:
-                    self.link.record_probe_sent(now)
-        elif self._handshake_done and state is ConnectionState.CONNECTING:
-            self._send(self._hello())
+        if self.state is ConnectionState.CONNECTED:
+            silent_s = now - self._last_rx
+            if silent_s > self.config.liveness_timeout_s:
+                self._drive(self._lifecycle.on_liveness_timeout, silent_s)
+            else:
+                self._ping(now)
+        self._drive(self._lifecycle.on_tick)
+
+    def _ping(self, now: float) -> None:
+        ping_id = next(self._ids)
+        if self._send(protocol.Message(protocol.PING, ping_id)):
+            self._pings[ping_id] = now
+            if len(self._pings) > 64:  # unanswered probes: keep the newest only
+                for stale in sorted(self._pings)[:-64]:
+                    del self._pings[stale]
+            if self.link is not None:
+                self.link.record_probe_sent(now)
 
     def _hello(self) -> protocol.Message:
         return protocol.Message(
             protocol.HELLO,
             0,
-            {'client_name': self.config.client_name, 'pid': os.getpid()},
+            {
+                'client_name': self.config.client_name,
+                'pid': os.getpid(),
+                'instance': self._instance,
+            },
         )
 
-    def _send_bye(self) -> None:
-        if self._handshake_done:
-            self._send(protocol.Message(protocol.BYE, 0))
+    def _send_bye(self) -> bool:
+        """Say BYE if a transport is up; return whether it was handed to the socket."""
+        with self._lifecycle_lock:
+            transport_up = self._lifecycle.transport_up
+        return transport_up and self._send(protocol.Message(protocol.BYE, 0))
 
     def _complete(
         self,
