@@ -8,10 +8,13 @@ One protocol message is one ZeroMQ multipart message::
     frame 1..n   one raw little-endian, row-major buffer per tensor in the header's table
 
 The header is decoded with msgpack limits and checked field by field against this
-module's schema before anything uses it; tensor frames must match the dtype and shape
-their table entry declares, byte for byte. Nothing received is unpickled or evaluated.
-Every violation raises ``ProtocolError`` with an error code and a message that says what
-was wrong, so the server can answer it instead of crashing.
+module's schema before anything uses it: each field's type before its value (no
+membership test or comparison on a value not yet known to be a str or an int), each
+declared size, in Python ints, before anything is allocated for it. Tensor frames must
+match the dtype and shape their table entry declares, byte for byte. Nothing received is
+unpickled or evaluated. ``decode`` raises ``ProtocolError``, and nothing else, for any
+frames: with an error code and a message that says what was wrong (never the repr of a
+received container), so the server can answer it instead of crashing.
 
 The module is plain Python (no sockets): ``client`` and ``server`` move the frames.
 """
@@ -81,6 +84,10 @@ MAX_ARGS = 64
 MAX_TEXT_CHARS = 4096
 DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 _MAX_REQUEST_ID = 2**64 - 1
+_MAX_DIM = 2**40
+# Declared tensor bytes never exceed this, whatever max_message_bytes says: element
+# counts and strides then fit torch's int64.
+_MAX_DECLARED_BYTES = 2**62
 
 # Wire dtype name -> torch dtype. Buffers are little-endian (every supported host is).
 TORCH_DTYPES: dict[str, torch.dtype] = {
@@ -96,6 +103,7 @@ TORCH_DTYPES: dict[str, torch.dtype] = {
     'bool': torch.bool,
 }
 _WIRE_DTYPES = {dtype: name for name, dtype in TORCH_DTYPES.items()}
+_ITEM_BYTES = {dtype: torch.empty((), dtype=dtype).element_size() for dtype in _WIRE_DTYPES}
 
 
 class ProtocolError(Exception):
@@ -196,13 +204,64 @@ def _check_plain_value(value: Any, where: str, depth: int = 0) -> None:
         for key, item in value.items():
             if not isinstance(key, str):
                 raise ProtocolError(E_MALFORMED, f'{where} has a non-string key')
-            _check_plain_value(item, f'{where}.{key}', depth + 1)
+            _check_plain_value(item, f'{where}.{key[:40]}', depth + 1)
         return
     raise ProtocolError(E_MALFORMED, f'{where} has unsupported type {type(value).__name__}')
 
 
-def _decode_header(frame: bytes | memoryview) -> dict[str, Any]:
-    size = memoryview(frame).nbytes
+def _show(value: Any) -> str:
+    """Return a short, safe description of a received value for an error message.
+
+    Never the ``repr`` of a container: a received list may be nested a thousand deep
+    (``repr`` would raise RecursionError) or be tens of kilobytes long.
+    """
+    if isinstance(value, str):
+        text = repr(value[:40])
+        return text if len(value) <= 40 else text[:-1] + '...' + text[-1]
+    if value is None or isinstance(value, bool | int | float):
+        text = repr(value)
+        return text if len(text) <= 40 else text[:37] + '...'
+    return f'a {type(value).__name__}'
+
+
+def _is_int(value: Any) -> bool:
+    """Return whether ``value`` is an int (bool, a subclass of int, is not)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _frame_views(frames: Any) -> list[memoryview]:
+    """Return a memoryview of each frame (raise ProtocolError for a non-buffer)."""
+    if isinstance(frames, str | bytes | bytearray | memoryview):
+        raise ProtocolError(E_MALFORMED, 'a message is a list of frames, not one buffer')
+    try:
+        frames = list(frames)
+    except TypeError:
+        raise ProtocolError(E_MALFORMED, 'a message is a list of frames') from None
+    views = []
+    for index, frame in enumerate(frames):
+        try:
+            view = memoryview(frame)
+            view.nbytes  # noqa: B018 - raises ValueError for a released view
+        except (TypeError, ValueError):
+            raise ProtocolError(E_MALFORMED, f'frame {index} is not a byte buffer') from None
+        views.append(view)
+    return views
+
+
+def _flat_bytes(view: memoryview, index: int) -> memoryview:
+    """Return ``view`` as one C-contiguous run of unsigned bytes (copied if strided)."""
+    try:
+        if not view.c_contiguous:
+            view = memoryview(view.tobytes())
+        if view.format != 'B' or view.ndim != 1:
+            view = view.cast('B')
+    except (TypeError, ValueError, BufferError):
+        raise ProtocolError(E_MALFORMED, f'frame {index} is not a byte buffer') from None
+    return view
+
+
+def _decode_header(frame: memoryview) -> dict[str, Any]:
+    size = frame.nbytes
     if size > MAX_HEADER_BYTES:
         raise ProtocolError(
             E_TOO_LARGE, f'header is {size} bytes; the limit is {MAX_HEADER_BYTES}'
@@ -222,20 +281,44 @@ def _decode_header(frame: bytes | memoryview) -> dict[str, Any]:
         )
     except ProtocolError:
         raise
-    except (ValueError, TypeError, msgpack.ExtraData, msgpack.FormatError, msgpack.StackError):
+    except (
+        ValueError,  # also msgpack's UnpackValueError, StackError and UnicodeDecodeError
+        TypeError,
+        RecursionError,  # msgpack's pure-Python fallback on deep nesting
+        msgpack.ExtraData,
+        msgpack.FormatError,
+        msgpack.StackError,
+    ):
         raise ProtocolError(E_MALFORMED, 'header is not a valid msgpack map') from None
     if not isinstance(header, dict):
         raise ProtocolError(E_MALFORMED, 'header is not a msgpack map')
     return header
 
 
-def _parse_tensor_table(table: Any) -> list[tuple[str, torch.dtype, tuple[int, ...]]]:
+@dataclass(frozen=True)
+class _TableEntry:
+    name: str
+    dtype: torch.dtype
+    shape: tuple[int, ...]
+    nbytes: int
+
+
+def _parse_tensor_table(table: Any, max_message_bytes: int) -> list[_TableEntry]:
+    """Check the tensor table entry by entry, types before values, sizes before use.
+
+    Every declared shape, with its zero dimensions counted as one, must fit
+    ``max_message_bytes`` (all shapes together): a zero-size tensor must not declare
+    dimensions whose product overflows torch's int64 strides, or that a model would
+    allocate for.
+    """
     if not isinstance(table, list):
         raise ProtocolError(E_MALFORMED, 'tensor table is not a list')
     if len(table) > MAX_TENSORS:
         raise ProtocolError(E_TOO_LARGE, f'more than {MAX_TENSORS} tensors in one message')
+    limit = min(max_message_bytes, _MAX_DECLARED_BYTES)
+    declared = 0
     entries = []
-    names = set()
+    names: set[str] = set()
     for index, entry in enumerate(table):
         if not (isinstance(entry, list) and len(entry) == 3):
             raise ProtocolError(E_MALFORMED, f'tensor entry {index} is not [name, dtype, shape]')
@@ -243,19 +326,54 @@ def _parse_tensor_table(table: Any) -> list[tuple[str, torch.dtype, tuple[int, .
         if not isinstance(name, str) or not 0 < len(name) <= MAX_NAME_CHARS:
             raise ProtocolError(E_MALFORMED, f'tensor entry {index} has an invalid name')
         if name in names:
-            raise ProtocolError(E_MALFORMED, f'tensor name {name!r} appears twice')
+            raise ProtocolError(E_MALFORMED, f'tensor name {_show(name)} appears twice')
         names.add(name)
-        if wire_dtype not in TORCH_DTYPES:
-            raise ProtocolError(E_MALFORMED, f'tensor {name!r} has unknown dtype {wire_dtype!r}')
+        if not isinstance(wire_dtype, str):
+            raise ProtocolError(
+                E_MALFORMED, f'tensor {_show(name)} dtype is {_show(wire_dtype)}, not a string'
+            )
+        dtype = TORCH_DTYPES.get(wire_dtype)
+        if dtype is None:
+            raise ProtocolError(
+                E_MALFORMED, f'tensor {_show(name)} has unknown dtype {_show(wire_dtype)}'
+            )
         if not isinstance(shape, list) or len(shape) > MAX_TENSOR_NDIM:
             raise ProtocolError(
-                E_MALFORMED, f'tensor {name!r} shape is not a list of <= {MAX_TENSOR_NDIM} dims'
+                E_MALFORMED,
+                f'tensor {_show(name)} shape is not a list of <= {MAX_TENSOR_NDIM} dims',
             )
         for dim in shape:
-            if isinstance(dim, bool) or not isinstance(dim, int) or not 0 <= dim < 2**40:
-                raise ProtocolError(E_MALFORMED, f'tensor {name!r} has invalid dimension {dim!r}')
-        entries.append((name, TORCH_DTYPES[wire_dtype], tuple(shape)))
+            if not _is_int(dim) or not 0 <= dim < _MAX_DIM:
+                raise ProtocolError(
+                    E_MALFORMED, f'tensor {_show(name)} has invalid dimension {_show(dim)}'
+                )
+        # Python ints: no overflow. Zero dimensions count as one for the bound.
+        declared += math.prod(max(dim, 1) for dim in shape) * _ITEM_BYTES[dtype]
+        if declared > limit:
+            raise ProtocolError(
+                E_TOO_LARGE,
+                f'tensor {_show(name)} declares shape {shape}: the declared shapes '
+                f'(zero dimensions counted as 1) exceed the {limit}-byte message limit',
+            )
+        nbytes = math.prod(shape) * _ITEM_BYTES[dtype]
+        entries.append(_TableEntry(name, dtype, tuple(shape), nbytes))
     return entries
+
+
+def _tensor_from_buffer(entry: _TableEntry, view: memoryview, index: int) -> torch.Tensor:
+    """Return the tensor of ``entry`` copied out of its frame ``view``."""
+    if view.nbytes != entry.nbytes:
+        raise ProtocolError(
+            E_MALFORMED,
+            f'tensor {_show(entry.name)}: {view.nbytes} bytes received, {entry.nbytes} '
+            f'expected for {list(entry.shape)} {entry.dtype}',
+        )
+    if entry.nbytes == 0:
+        return torch.empty(entry.shape, dtype=entry.dtype)  # shape bounded by the table check
+    storage = bytearray(_flat_bytes(view, index))  # one copy: the tensor owns writable memory
+    if entry.dtype is torch.bool and torch.frombuffer(storage, dtype=torch.uint8).gt(1).any():
+        raise ProtocolError(E_MALFORMED, f'tensor {_show(entry.name)}: a bool byte is not 0 or 1')
+    return torch.frombuffer(storage, dtype=entry.dtype).reshape(entry.shape)
 
 
 def decode(
@@ -265,32 +383,40 @@ def decode(
 ) -> Message:
     """Decode and validate the frames of one message.
 
-    Tensors are copied out of the frames, so the result owns its memory.
+    Every header field's type is checked before its value is used, and every size
+    before anything is allocated for it. Tensors are copied out of the frames, so the
+    result owns its memory.
 
     Raises:
         ProtocolError: the frames are not a valid message of this protocol version, or
-            they are larger than ``max_message_bytes``.
+            they are larger than ``max_message_bytes``. Nothing else, whatever the
+            frames hold.
 
     """
-    if not frames:
+    views = _frame_views(frames)
+    if not views:
         raise ProtocolError(E_MALFORMED, 'empty message')
-    total = frames_nbytes(frames)
+    total = sum(view.nbytes for view in views)
     if total > max_message_bytes:
         raise ProtocolError(
             E_TOO_LARGE, f'message is {total} bytes; the limit is {max_message_bytes}'
         )
-    header = _decode_header(frames[0])
+    header = _decode_header(_flat_bytes(views[0], 0))
     version = header.get('v')
+    if not _is_int(version):
+        raise ProtocolError(E_MALFORMED, f'protocol version is {_show(version)}, not an integer')
     if version != PROTOCOL_VERSION:
         raise ProtocolError(
             E_VERSION,
-            f'protocol version {version!r} is not supported (this is {PROTOCOL_VERSION})',
+            f'protocol version {_show(version)} is not supported (this is {PROTOCOL_VERSION})',
         )
     message_type = header.get('t')
+    if not isinstance(message_type, str):
+        raise ProtocolError(E_MALFORMED, f'message type is {_show(message_type)}, not a string')
     if message_type not in MESSAGE_TYPES:
-        raise ProtocolError(E_MALFORMED, f'unknown message type {message_type!r}')
+        raise ProtocolError(E_MALFORMED, f'unknown message type {_show(message_type)}')
     request_id = header.get('id')
-    if isinstance(request_id, bool) or not isinstance(request_id, int):
+    if not _is_int(request_id):
         raise ProtocolError(E_MALFORMED, 'request id is not an integer')
     if not 0 <= request_id <= _MAX_REQUEST_ID:
         raise ProtocolError(E_MALFORMED, 'request id is out of range')
@@ -298,28 +424,16 @@ def decode(
     if not isinstance(fields, dict):
         raise ProtocolError(E_MALFORMED, 'fields are not a map')
     _check_plain_value(fields, 'fields')
-    table = _parse_tensor_table(header.get('x', []))
-    buffers = frames[1:]
+    table = _parse_tensor_table(header.get('x', []), max_message_bytes)
+    buffers = views[1:]
     if len(buffers) != len(table):
         raise ProtocolError(
             E_MALFORMED, f'header lists {len(table)} tensors but {len(buffers)} buffers follow'
         )
-    tensors = {}
-    for (name, dtype, shape), buffer in zip(table, buffers, strict=True):
-        view = memoryview(buffer)
-        itemsize = torch.empty((), dtype=dtype).element_size()
-        expected = math.prod(shape) * itemsize
-        if view.nbytes != expected:
-            raise ProtocolError(
-                E_MALFORMED,
-                f'tensor {name!r}: {view.nbytes} bytes received, {expected} expected '
-                f'for {list(shape)} {dtype}',
-            )
-        storage = bytearray(view)  # one copy: the tensor must own writable memory
-        if expected == 0:
-            tensors[name] = torch.empty(shape, dtype=dtype)
-        else:
-            tensors[name] = torch.frombuffer(storage, dtype=dtype).reshape(shape)
+    tensors = {
+        entry.name: _tensor_from_buffer(entry, view, index)
+        for index, (entry, view) in enumerate(zip(table, buffers, strict=True), start=1)
+    }
     return Message(message_type, request_id, fields, tensors)
 
 
