@@ -127,6 +127,8 @@ def main(argv: list[str] | None = None) -> int:
         str(args.torch_threads),
         '--max-inflight-per-client',
         str(max(4, args.heavy_inflight)),
+        '--max-inflight-per-key',
+        str(max(8, args.heavy_inflight)),
         '--max-batch-per-call',
         str(max(32, args.heavy_batch)),
     )

@@ -136,6 +136,12 @@ class ServerConfig:
         ):
             if getattr(self, name) < 1:
                 raise ValueError(f'{name} must be >= 1')
+        if self.max_inflight_per_key < self.max_inflight_per_client:
+            raise ValueError(
+                f'max_inflight_per_key ({self.max_inflight_per_key}) must be >= '
+                f'max_inflight_per_client ({self.max_inflight_per_client}): one session of a '
+                'key may use its whole budget'
+            )
         if self.max_message_bytes < 1024:
             raise ValueError('max_message_bytes must be >= 1024')
         for name in ('session_timeout_s', 'stale_session_s', 'handshake_timeout_s'):

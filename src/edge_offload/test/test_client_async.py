@@ -64,6 +64,7 @@ def server(keys, monkeypatch):
         secret_key_file=str(keys.server_secret),
         authorized_clients_dir=str(keys.authorized_clients_dir),
         max_inflight_per_client=64,
+        max_inflight_per_key=64,
         worker_threads=4,
     )
     running = EdgeServer(config)

@@ -297,7 +297,9 @@ def test_a_slow_reader_gets_every_reply(keys):
 
 def test_a_robot_that_never_reads_loses_its_session_and_the_drop_is_counted(keys, caplog):
     image = {'image': torch.rand(1, 3, 128, 128)}
-    with _server(keys, max_pending_replies_per_client=8, max_inflight_per_client=64) as server:
+    with _server(
+        keys, max_pending_replies_per_client=8, max_inflight_per_client=64, max_inflight_per_key=64
+    ) as server:
         robot = RawRobot(keys, server.endpoint, rcvhwm=1, rcvbuf=4096)
         try:
             assert robot.hello().type == protocol.WELCOME
