@@ -13,11 +13,23 @@ drop is counted in ``/diagnostics``. A goal whose result has not come after
 ``goal_timeout_s`` is abandoned and counted: a bridge that was killed never answers, and
 detection carries on with the bridge that replaces it. Nothing here blocks: goals, results
 and the queue are all driven by executor callbacks.
+
+A frame is refused by its header before anything of this node copies it or sends it on:
+one declaring more than ``max_image_bytes`` (``height * step``, its payload, or what its
+encoding implies), or one outside the sizes the model declares
+(``edge_offload.models.SizeLimits``). The reason is logged (throttled) and the refusal
+counted in ``/diagnostics``. rclpy has deserialised the frame by then, and Fast DDS keeps
+the buffer it reassembled it into, grown to the largest frame, for as long as the
+subscription exists (rmw_fastrtps' history memory policy): after a refused frame of
+``_RELEASE_AFTER_BYTES`` or more the node recreates its ``image_raw`` subscription, which
+gives that buffer back (measured: 192 MB frame, RSS back to within a few MB). A best-effort
+frame that DDS could not reassemble at all never reaches the node, and its buffer stays.
 """
 
 from __future__ import annotations
 
 import collections
+import math
 import sys
 import time
 from dataclasses import dataclass
@@ -27,9 +39,10 @@ from action_msgs.msg import GoalStatus
 from builtin_interfaces.msg import Duration
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.action import ActionClient
-from rclpy.exceptions import ParameterException
+from rclpy.exceptions import InvalidHandle, ParameterException
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
+from rclpy.subscription import Subscription
 from sensor_msgs.msg import CameraInfo, Image
 from visualization_msgs.msg import MarkerArray
 
@@ -41,8 +54,15 @@ from bringup.people_output import (
     to_markers,
     to_person_array,
 )
-from edge_offload.image_convert import ImageFormatError, cv2_to_imgmsg, imgmsg_to_cv2
-from edge_offload.models import UnknownModelError, model_spec
+from edge_offload.image_convert import (
+    ImageFormatError,
+    ImageTooLargeError,
+    check_image_size,
+    cv2_to_imgmsg,
+    image_tensor_shape,
+    imgmsg_to_cv2,
+)
+from edge_offload.models import InvalidInputError, UnknownModelError, model_spec
 from edge_offload.ros_node_main import run_node
 from edge_offload.ros_params import ParamSpec, declare_parameters, parameter_values
 from edge_offload.sensor_qos import RELIABLE_SENSOR_QOS_DESCRIPTION, sensor_qos
@@ -85,9 +105,24 @@ PARAMETERS = (
     ),
     ParamSpec('marker_lifetime_s', 0.5, 'Lifetime of the people markers in RViz.', 0.0, 60.0),
     ParamSpec('reliable_sensor_qos', False, RELIABLE_SENSOR_QOS_DESCRIPTION),
+    ParamSpec(
+        'max_image_bytes',
+        64 * 1024 * 1024,
+        'Largest camera frame: height x step, its payload or what its encoding implies, '
+        'bytes; a larger one is refused before it is copied or sent to the bridge.',
+        1024,
+        2**31,
+    ),
     ParamSpec('diagnostics_period_s', 1.0, 'Period of /diagnostics messages.', 0.1, 60.0),
 )
 LATENCY_WINDOW = 200
+# A refused frame this large makes the node recreate its image subscription (see above) ...
+_RELEASE_AFTER_BYTES = 16 * 1024 * 1024
+# ... at most this often (frames that keep coming oversized keep one buffer, not more).
+_RELEASE_MIN_INTERVAL_S = 2.0
+_REFUSAL_LOG_PERIOD_S = 5.0
+# The longest the node waits for rclpy to destroy the old subscription.
+_RETIRE_TIMEOUT_S = 2.0
 
 
 @dataclass
@@ -114,6 +149,7 @@ class PeopleDetectionNode(Node):
                 f'its inputs are {sorted(spec.inputs)}'
             )
         self._model_is_trained = spec.trained
+        self._model_spec = spec
         if not spec.trained:
             self.get_logger().warning(
                 f'model {model!r} is untrained (random weights): its people are not '
@@ -131,6 +167,11 @@ class PeopleDetectionNode(Node):
         self._last_mode = ''
         self._last_people = 0
         self._bridge_missing_since: float | None = None
+        self._last_refusal = ''
+        self._refusal_logged_at: dict[str, float] = {}
+        self._release_pending = False
+        self._last_release = -math.inf
+        self._retiring_subscription: tuple[Subscription, float] | None = None
 
         self._client = ActionClient(self, Offload, 'offload')
         self._people_pub = self.create_publisher(PersonArray, 'people', 10)
@@ -140,11 +181,11 @@ class PeopleDetectionNode(Node):
         )
         reliable = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
         self._diagnostics_pub = self.create_publisher(DiagnosticArray, '/diagnostics', reliable)
-        camera_qos = sensor_qos(self._config['reliable_sensor_qos'])
-        self.create_subscription(Image, 'image_raw', self._on_image, camera_qos)
-        self.create_subscription(CameraInfo, 'camera_info', self._on_camera_info, camera_qos)
+        self._camera_qos = sensor_qos(self._config['reliable_sensor_qos'])
+        self._image_subscription = self._subscribe_images()
+        self.create_subscription(CameraInfo, 'camera_info', self._on_camera_info, self._camera_qos)
         # Retries frames that wait while the bridge is not (yet) there.
-        self.create_timer(0.1, self._pump)
+        self.create_timer(0.1, self._tick)
         self.create_timer(self._config['diagnostics_period_s'], self._publish_diagnostics)
         mode = self._config['mode'] or 'bridge default'
         self.get_logger().info(
@@ -161,12 +202,86 @@ class PeopleDetectionNode(Node):
     def _on_camera_info(self, message: CameraInfo) -> None:
         self._pinhole = Pinhole.from_camera_info_k(message.k)
 
+    def _subscribe_images(self) -> Subscription:
+        return self.create_subscription(Image, 'image_raw', self._on_image, self._camera_qos)
+
+    def _refusal(self, message: Image) -> tuple[str, str] | None:
+        """Return (counter, reason) for a frame refused by its header, else None."""
+        try:
+            check_image_size(
+                message.height,
+                message.width,
+                message.encoding,
+                message.step,
+                len(message.data),
+                self._config['max_image_bytes'],
+            )
+            self._model_spec.check_input_shape(
+                self._config['image_input_name'],
+                image_tensor_shape(message.height, message.width, message.encoding),
+            )
+        except ImageTooLargeError as error:
+            return 'frames_too_large', f'{error} (max_image_bytes)'
+        except (ImageFormatError, InvalidInputError) as error:
+            return 'frames_refused', str(error)
+        return None
+
     def _on_image(self, message: Image) -> None:
         self._counts['frames_received'] += 1
+        refusal = self._refusal(message)
+        if refusal is not None:
+            counter, reason = refusal
+            self._counts[counter] += 1
+            self._last_refusal = reason
+            if len(message.data) >= _RELEASE_AFTER_BYTES:
+                self._release_pending = True
+            # Throttled per kind, so a stream of one kind does not hide the other.
+            now = time.monotonic()
+            if now - self._refusal_logged_at.get(counter, -math.inf) >= _REFUSAL_LOG_PERIOD_S:
+                self._refusal_logged_at[counter] = now
+                self.get_logger().warning(
+                    f'frame refused before processing ({self._counts[counter]} {counter} so '
+                    f'far): {reason}'
+                )
+            return
         if len(self._queue) == self._queue.maxlen:
             self._counts['frames_dropped'] += 1
         self._queue.append(_Frame(message, time.monotonic()))
         self._pump()
+
+    def _tick(self) -> None:
+        self._release_image_buffers()
+        self._pump()
+
+    def _release_image_buffers(self) -> None:
+        """Recreate the image subscription after a large refused frame (rate-limited).
+
+        Fast DDS keeps the buffer it reassembled a sample into, grown to the largest one,
+        until the reader is destroyed; rclpy offers no other way to give it back. Runs from
+        the timer, never inside the subscription's own callback. The new subscription is
+        made once the old one is really gone (rclpy defers that while an executor thread
+        waits on it): a reader made first would share, and keep, the topic's buffers.
+        """
+        now = time.monotonic()
+        if self._retiring_subscription is not None:
+            old, since = self._retiring_subscription
+            if not _destroyed(old) and now - since < _RETIRE_TIMEOUT_S:
+                return
+            self._retiring_subscription = None
+            self._image_subscription = self._subscribe_images()
+            self._counts['image_subscription_releases'] += 1
+            self.get_logger().info(
+                'recreated the image_raw subscription: the buffer of a large refused frame '
+                'went back to the OS'
+            )
+            return
+        if not self._release_pending or now - self._last_release < _RELEASE_MIN_INTERVAL_S:
+            return
+        self._release_pending = False
+        self._last_release = now
+        old = self._image_subscription
+        self.destroy_subscription(old)
+        self._retiring_subscription = (old, now)
 
     def _pump(self) -> None:
         self._abandon_unanswered_goals()
@@ -316,12 +431,21 @@ class PeopleDetectionNode(Node):
         if latencies is not None:
             values['latency_p50_s'] = f'{np.percentile(latencies, 50):.4f}'
             values['latency_p95_s'] = f'{np.percentile(latencies, 95):.4f}'
+        if self._last_refusal:
+            values['last_refusal_reason'] = self._last_refusal
         status.values = [KeyValue(key=key, value=str(value)) for key, value in values.items()]
-        if self._counts['errors'] or self._counts['fallbacks'] or self._counts['goals_abandoned']:
+        refused = self._counts['frames_too_large'] + self._counts['frames_refused']
+        if (
+            self._counts['errors']
+            or self._counts['fallbacks']
+            or self._counts['goals_abandoned']
+            or refused
+        ):
             status.level = DiagnosticStatus.WARN
             status.message = (
                 f'{self._counts["errors"]} frames failed, {self._counts["goals_abandoned"]} '
-                f'goals unanswered, {self._counts["fallbacks"]} ran locally after a fallback'
+                f'goals unanswered, {self._counts["fallbacks"]} ran locally after a fallback, '
+                f'{refused} refused before processing'
             )
         elif self._counts['frames_dropped']:
             status.level = DiagnosticStatus.OK
@@ -332,6 +456,14 @@ class PeopleDetectionNode(Node):
         diagnostics = DiagnosticArray(status=[status])
         diagnostics.header.stamp = self.get_clock().now().to_msg()
         self._diagnostics_pub.publish(diagnostics)
+
+
+def _destroyed(subscription: Subscription) -> bool:
+    """Return True once rclpy has really destroyed ``subscription`` (it defers that)."""
+    try:
+        return not subscription.handle.pointer
+    except InvalidHandle:
+        return True
 
 
 def _grey_to_bgr(values: np.ndarray) -> np.ndarray:

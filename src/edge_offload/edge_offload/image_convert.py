@@ -15,6 +15,11 @@ The one module of the suite that reads or writes image messages:
 Every field is checked against the payload first; an unknown encoding, a step that does
 not fit the width, or a payload shorter than ``step * height`` raises ``ImageFormatError``
 naming the problem.
+
+``check_image_size`` refuses an image by its header alone, before anything copies it: the
+largest of ``height * step``, the payload's length and the size its encoding implies
+against a limit (``ImageTooLargeError``). ``image_tensor_shape`` gives the shape
+``image_to_tensor`` would build, so a model's input sizes can be checked first too.
 """
 
 from __future__ import annotations
@@ -50,6 +55,47 @@ MAX_IMAGE_PIXELS = 8192 * 8192
 
 class ImageFormatError(ValueError):
     """An image message whose fields do not describe its payload."""
+
+
+class ImageTooLargeError(ImageFormatError):
+    """An image whose header or payload declares more bytes than the caller's limit."""
+
+
+def image_declared_bytes(
+    height: int, width: int, encoding: str, step: int, payload_bytes: int
+) -> int:
+    """Return the largest size an image message declares, bytes; reads no pixels.
+
+    The largest of ``height * step``, the payload's length and ``height * width`` pixels of
+    the encoding (when the encoding is known): any of them can be the lie.
+    """
+    declared = max(height * step, payload_bytes, 0)
+    if encoding in _ENCODINGS:
+        channels, dtype, _, _ = _ENCODINGS[encoding]
+        declared = max(declared, height * width * channels * dtype.itemsize)
+    return declared
+
+
+def check_image_size(
+    height: int, width: int, encoding: str, step: int, payload_bytes: int, max_bytes: int
+) -> None:
+    """Raise ImageTooLargeError when the image declares more than ``max_bytes``."""
+    declared = image_declared_bytes(height, width, encoding, step, payload_bytes)
+    if declared > max_bytes:
+        raise ImageTooLargeError(
+            f'{width}x{height} {encoding} image declares {declared} bytes (step {step}, '
+            f'payload {payload_bytes}); the limit is {max_bytes}'
+        )
+
+
+def image_tensor_shape(height: int, width: int, encoding: str) -> tuple[int, int, int, int]:
+    """Return the shape ``image_to_tensor`` builds for the image: 1 x C x H x W."""
+    if encoding not in _ENCODINGS:
+        raise ImageFormatError(
+            f'image encoding {encoding!r} is not supported; use one of {list(_ENCODINGS)}'
+        )
+    channels = min(_ENCODINGS[encoding][0], 3)  # alpha is dropped
+    return (1, channels, height, width)
 
 
 def image_to_array(

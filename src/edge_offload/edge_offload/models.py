@@ -14,7 +14,7 @@ partitioning and replay experiments, never detections.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 
@@ -36,19 +36,80 @@ class InvalidInputError(ValueError):
 
 
 @dataclass(frozen=True)
+class SizeLimits:
+    """Image sizes an input takes: bounds on the last two dimensions of its shape (H, W).
+
+    A model declares the sizes it can take (OpenCV's resamplers assert on sides of 32767
+    pixels and more; a letterbox rounds a very thin image to zero rows) and the sizes worth
+    taking (a frame far above the model's working resolution costs conversion, upload and
+    resampling time, and gains nothing). Inputs outside are refused before the model runs,
+    on the robot and on the server, with the reason. ``None`` is no bound.
+    """
+
+    min_side: int = 1
+    max_side: int | None = None
+    max_pixels: int | None = None
+    max_aspect_ratio: float | None = None
+
+    def problem(self, height: int, width: int) -> str:
+        """Return why a ``height`` x ``width`` image is refused ('' when it is taken)."""
+        size = f'{width}x{height}'
+        if min(height, width) < self.min_side:
+            return f'{size} has a side under {self.min_side} px'
+        if min(height, width) == 0:  # no aspect ratio (min_side 0 takes empty images)
+            return ''
+        if self.max_side is not None and max(height, width) > self.max_side:
+            return f'{size} has a side over {self.max_side} px'
+        if self.max_pixels is not None and height * width > self.max_pixels:
+            return f'{size} is {height * width} pixels, over {self.max_pixels}'
+        if self.max_aspect_ratio is not None and max(height, width) > self.max_aspect_ratio * min(
+            height, width
+        ):
+            return f'{size} is more elongated than {self.max_aspect_ratio:g}:1'
+        return ''
+
+    def describe(self) -> str:
+        """Return the bounds in words, e.g. ``images of sides 1..4096 px, at most 8:1``."""
+        words = [f'images of sides {self.min_side}..{self.max_side or "any"} px']
+        if self.max_pixels is not None:
+            words.append(f'at most {self.max_pixels} pixels')
+        if self.max_aspect_ratio is not None:
+            words.append(f'at most {self.max_aspect_ratio:g}:1')
+        return ', '.join(words)
+
+
+@dataclass(frozen=True)
 class TensorSpec:
-    """Shape and dtype of a named input; ``None`` in ``shape`` accepts any size."""
+    """Shape and dtype of a named input; ``None`` in ``shape`` accepts any size.
+
+    ``limits`` bounds the last two sizes (height and width of an image input).
+    """
 
     shape: tuple[int | None, ...]
     dtype: torch.dtype = torch.float32
+    limits: SizeLimits | None = None
 
     def example(self) -> torch.Tensor:
-        """Return a deterministic example tensor (unknown sizes become 1)."""
-        shape = tuple(1 if size is None else size for size in self.shape)
+        """Return a deterministic example tensor (unknown sizes: the smallest taken, >= 1)."""
+        smallest = max(1, self.limits.min_side) if self.limits is not None else 1
+        shape = tuple(smallest if size is None else size for size in self.shape)
         generator = torch.Generator().manual_seed(1234)
         if self.dtype.is_floating_point:
             return torch.rand(shape, generator=generator, dtype=torch.float32).to(self.dtype)
         return torch.randint(0, 255, shape, generator=generator).to(self.dtype)
+
+    def shape_problem(self, shape: Sequence[int]) -> str:
+        """Return why a tensor of ``shape`` does not fit ('' when it does); reads no data."""
+        shape = tuple(int(size) for size in shape)
+        if len(shape) != len(self.shape) or any(
+            want is not None and want != got for want, got in zip(self.shape, shape, strict=True)
+        ):
+            return f'must have shape {list(self.shape)} (None = any), got {list(shape)}'
+        if self.limits is not None and len(shape) >= 2:
+            problem = self.limits.problem(shape[-2], shape[-1])
+            if problem:
+                return f'takes {self.limits.describe()}; {problem}'
+        return ''
 
 
 @dataclass(frozen=True)
@@ -66,6 +127,20 @@ class ModelSpec:
     def example_inputs(self) -> dict[str, torch.Tensor]:
         """Return one deterministic input per input name."""
         return {name: spec.example() for name, spec in self.inputs.items()}
+
+    def check_input_shape(self, name: str, shape: Sequence[int]) -> None:
+        """Raise InvalidInputError unless input ``name`` takes a tensor of ``shape``.
+
+        Reads sizes only, so a caller can refuse an input before building its tensor.
+        """
+        spec = self.inputs.get(name)
+        if spec is None:
+            raise InvalidInputError(
+                f'model {self.name!r} has no input {name!r}; its inputs are {sorted(self.inputs)}'
+            )
+        problem = spec.shape_problem(shape)
+        if problem:
+            raise InvalidInputError(f'input {name!r} of {self.name!r} {problem}')
 
 
 @dataclass
@@ -90,14 +165,7 @@ class LoadedModel:
                     f'input {name!r} of {self.spec.name!r} must be {spec.dtype}, '
                     f'got {tensor.dtype}'
                 )
-            if len(tensor.shape) != len(spec.shape) or any(
-                want is not None and want != got
-                for want, got in zip(spec.shape, tensor.shape, strict=True)
-            ):
-                raise InvalidInputError(
-                    f'input {name!r} of {self.spec.name!r} must have shape '
-                    f'{list(spec.shape)} (None = any), got {list(tensor.shape)}'
-                )
+            self.spec.check_input_shape(name, tensor.shape)
 
     def __call__(self, inputs: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         """Run the model on validated ``inputs``; return the named outputs."""

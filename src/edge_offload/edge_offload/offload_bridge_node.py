@@ -18,6 +18,23 @@ whether the bridge fell back to local inference and why, and what it cost.
   connection reconnects by itself; offloading resumes when the server is back.
 * A goal still queued at its deadline ends with ``ERROR_DEADLINE_EXCEEDED``; a result
   that is ready only after the deadline keeps its outputs and carries the same code.
+* Inputs are refused by their sizes alone, as the goal is accepted and before anything
+  copies them: an image declaring more than ``max_image_bytes`` (``height * step``, its
+  payload, or what its encoding implies) or a tensor over ``max_message_bytes`` ends with
+  ``ERROR_INPUT_TOO_LARGE``; an image outside the sizes the model declares
+  (``edge_offload.models.SizeLimits``: a 1x100000 frame that OpenCV asserts on, a
+  4000x4000 frame that only costs time) ends with ``ERROR_INVALID_INPUT``. Either way the
+  result says why, the log says so (throttled) and ``/diagnostics`` counts it; the model
+  never runs, locally or on the server.
+* rclpy deserialises a goal whole before the bridge sees it, and Fast DDS keeps the
+  buffer it reassembled the largest goal request into (rmw_fastrtps' history memory
+  policy, preallocated with realloc) for as long as the action server exists. After a
+  refused goal of ``_RELEASE_AFTER_BYTES`` or more, the bridge drops the goal's payload at
+  once and, as soon as no goal has been in flight for ``_RELEASE_QUIET_S``, recreates its
+  action server, which gives that buffer back to the OS (measured: 192 MB goal, RSS back
+  to within a few MB). Results of finished goals are then no longer kept for late
+  ``get_result`` calls (as after rclpy's result timeout), clients see the server gone for
+  a tick (``server_is_ready()`` false), and a goal sent in that instant is lost.
 * The link monitor publishes ``link_state`` (``offload_interfaces/LinkState``) at
   ``link_state_rate_hz``.
 
@@ -44,6 +61,7 @@ from rcl_interfaces.msg import SetParametersResult
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.action.server import ServerGoalHandle
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
+from rclpy.exceptions import InvalidHandle
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 from rclpy.parameter import Parameter
 from rclpy.task import Future
@@ -51,9 +69,15 @@ from rclpy.task import Future
 from edge_offload import protocol
 from edge_offload.api import Offloader, OffloaderConfig
 from edge_offload.client import ClientConfig
-from edge_offload.image_convert import ImageFormatError, image_to_tensor
+from edge_offload.image_convert import (
+    ImageFormatError,
+    ImageTooLargeError,
+    check_image_size,
+    image_tensor_shape,
+    image_to_tensor,
+)
 from edge_offload.keys import KeyFileError
-from edge_offload.models import UnknownModelError, model_spec
+from edge_offload.models import InvalidInputError, ModelSpec, UnknownModelError, model_spec
 from edge_offload.modes.base import (
     ErrorCode,
     OffloadError,
@@ -87,6 +111,14 @@ PARAMETERS = (
         'max_message_bytes',
         protocol.DEFAULT_MAX_MESSAGE_BYTES,
         'Largest request or reply on the wire, and largest input tensor, bytes',
+        1024,
+        2**31,
+    ),
+    ParamSpec(
+        'max_image_bytes',
+        64 * 1024 * 1024,
+        'Largest image in a goal: height x step, its payload or what its encoding implies, '
+        'bytes; a larger one is refused (ERROR_INPUT_TOO_LARGE) before anything copies it',
         1024,
         2**31,
     ),
@@ -125,6 +157,14 @@ def mode_option_parameters() -> tuple[ParamSpec, ...]:
 _WORKER_JOIN_S = 0.5
 # Parameters applied at once; the others take effect at the next configure.
 _RUNTIME_PARAMETERS = frozenset({'mode', 'fallback_to_local'})
+# A refused goal carrying this much makes the bridge give DDS's goal buffer back (see above).
+_RELEASE_AFTER_BYTES = 16 * 1024 * 1024
+# ... once no goal has been received, in flight or answered for this long.
+_RELEASE_QUIET_S = 1.0
+_RELEASE_CHECK_PERIOD_S = 0.25
+# The longest the bridge waits for rclpy to destroy the old action server.
+_RETIRE_TIMEOUT_S = 2.0
+_REFUSAL_LOG_PERIOD_S = 5.0
 
 
 @dataclass
@@ -160,8 +200,18 @@ class OffloadBridgeNode(LifecycleNode):
         self._result_ready_guard = None
         self._server_id = ''
         self._max_input_bytes = protocol.DEFAULT_MAX_MESSAGE_BYTES
+        self._max_image_bytes = 64 * 1024 * 1024
+        self._image_limit_name = 'max_image_bytes'
         self._goal_lock = threading.Lock()
         self._job_of_goal: dict[bytes, _Job] = {}
+        # Goals refused by their inputs' sizes, by error code name; the last reason.
+        self._refusals: dict[str, int] = {'inputs_too_large': 0, 'inputs_refused': 0}
+        self._last_refusal = ''
+        self._refusal_logged_at: dict[str, float] = {}
+        self._last_goal_activity = 0.0
+        self._release_pending = False
+        self._retiring_action_server: tuple[ActionServer, float] | None = None
+        self._action_server_releases = 0
         self._release_lock = threading.Lock()
 
     # -- parameters --------------------------------------------------------------------
@@ -232,6 +282,13 @@ class OffloadBridgeNode(LifecycleNode):
             return TransitionCallbackReturn.FAILURE
         self._server_id = values['server_endpoint']
         self._max_input_bytes = values['max_message_bytes']
+        # An image is never let through larger than the wire limit either.
+        self._max_image_bytes = min(values['max_image_bytes'], values['max_message_bytes'])
+        self._image_limit_name = (
+            'max_image_bytes'
+            if values['max_image_bytes'] <= values['max_message_bytes']
+            else 'max_message_bytes'
+        )
         timer_group = MutuallyExclusiveCallbackGroup()
         link_publisher = self.create_publisher(LinkState, 'link_state', 10)
         diagnostics_publisher = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
@@ -247,6 +304,9 @@ class OffloadBridgeNode(LifecycleNode):
                 lambda: diagnostics_publisher.publish(self._diagnostics()),
                 callback_group=timer_group,
             ),
+            self.create_timer(
+                _RELEASE_CHECK_PERIOD_S, self._release_goal_buffers, callback_group=timer_group
+            ),
         ]
         self._result_ready_guard = self.create_guard_condition(lambda: None)
         self._jobs = queue.Queue(maxsize=values['max_queued_goals'])
@@ -258,16 +318,7 @@ class OffloadBridgeNode(LifecycleNode):
         ]
         for worker in self._workers:
             worker.start()
-        self._action_server = ActionServer(
-            self,
-            Offload,
-            'offload',
-            execute_callback=self._execute,
-            goal_callback=self._on_goal,
-            handle_accepted_callback=self._on_accepted,
-            cancel_callback=self._on_cancel,
-            callback_group=ReentrantCallbackGroup(),
-        )
+        self._action_server = self._create_action_server()
         timings = ', '.join(f'{name} {seconds * 1e3:.0f} ms' for name, seconds in warm_up.items())
         self.get_logger().info(
             f'configured: mode {values["mode"]}, server {values["server_endpoint"]}, '
@@ -322,6 +373,7 @@ class OffloadBridgeNode(LifecycleNode):
             if self._action_server is not None:
                 self._action_server.destroy()
                 self._action_server = None
+            self._retiring_action_server = None
             for timer in self._status_timers:
                 self.destroy_timer(timer)
             for publisher in self._status_publishers:
@@ -336,7 +388,21 @@ class OffloadBridgeNode(LifecycleNode):
 
     # -- action ------------------------------------------------------------------------
 
+    def _create_action_server(self) -> ActionServer:
+        return ActionServer(
+            self,
+            Offload,
+            'offload',
+            execute_callback=self._execute,
+            goal_callback=self._on_goal,
+            handle_accepted_callback=self._on_accepted,
+            cancel_callback=self._on_cancel,
+            callback_group=ReentrantCallbackGroup(),
+        )
+
     def _on_goal(self, goal: Offload.Goal) -> GoalResponse:
+        with self._goal_lock:
+            self._last_goal_activity = time.monotonic()
         if not self._active or self._offloader is None:
             self.get_logger().warning(f'rejected a goal for {goal.model!r}: bridge not active')
             return GoalResponse.REJECT
@@ -348,6 +414,11 @@ class OffloadBridgeNode(LifecycleNode):
         job = _Job(goal_handle, now, now + deadline_s if deadline_s > 0 else None)
         with self._goal_lock:
             self._job_of_goal[bytes(goal_handle.goal_id.uuid)] = job
+        refusal = self._refuse_inputs(goal_handle.request)
+        if refusal is not None:
+            job.done.set_result(refusal)
+            goal_handle.execute()
+            return
         jobs = self._jobs
         try:
             if jobs is None:
@@ -376,6 +447,7 @@ class OffloadBridgeNode(LifecycleNode):
         finally:
             with self._goal_lock:
                 del self._job_of_goal[key]
+                self._last_goal_activity = time.monotonic()
         if result.error_code == Offload.Result.ERROR_CANCELED and goal_handle.is_cancel_requested:
             goal_handle.canceled()
         elif result.error_code == Offload.Result.ERROR_NONE:
@@ -463,6 +535,116 @@ class OffloadBridgeNode(LifecycleNode):
         result.stats.total_time_s = stats.total_time_s
         return result
 
+    def _check_input_sizes(self, goal: Offload.Goal) -> None:
+        """Raise OffloadError for inputs refused by their sizes alone (nothing is copied)."""
+        for blob in goal.inputs:
+            if len(blob.data) > self._max_input_bytes:
+                raise OffloadError(
+                    f'input tensor {blob.name!r} is {len(blob.data)} bytes; the limit is '
+                    f'{self._max_input_bytes} (max_message_bytes)',
+                    ErrorCode.INPUT_TOO_LARGE,
+                )
+        if len(goal.images) != len(goal.image_input_names):
+            raise OffloadError(
+                f'{len(goal.images)} images but {len(goal.image_input_names)} image input names',
+                ErrorCode.INVALID_INPUT,
+            )
+        spec = _model_spec(goal.model)
+        for name, image in zip(goal.image_input_names, goal.images, strict=True):
+            try:
+                check_image_size(
+                    image.height,
+                    image.width,
+                    image.encoding,
+                    image.step,
+                    len(image.data),
+                    self._max_image_bytes,
+                )
+                if spec is not None:
+                    spec.check_input_shape(
+                        name, image_tensor_shape(image.height, image.width, image.encoding)
+                    )
+            except ImageTooLargeError as error:
+                raise OffloadError(
+                    f'image {name!r}: {error} ({self._image_limit_name})',
+                    ErrorCode.INPUT_TOO_LARGE,
+                ) from None
+            except (ImageFormatError, InvalidInputError) as error:
+                raise OffloadError(f'image {name!r}: {error}', ErrorCode.INVALID_INPUT) from None
+
+    def _refuse_inputs(self, goal: Offload.Goal) -> Offload.Result | None:
+        """Return the error result of a goal refused by its inputs' sizes, else None.
+
+        A refused goal's payload is dropped at once (the goal handle keeps its request until
+        rclpy's result timeout), and a large one schedules ``_release_goal_buffers``.
+        """
+        try:
+            self._check_input_sizes(goal)
+        except OffloadError as error:
+            # Only the code and the text leave this block: the exception's traceback holds
+            # the frames that hold the goal's images, and a reference cycle through it kept
+            # a refused 192 MB frame alive until the garbage collector happened to run.
+            code, reason = error.code, str(error)
+        else:
+            return None
+        payload = sum(len(blob.data) for blob in goal.inputs)
+        payload += sum(len(image.data) for image in goal.images)
+        goal.inputs, goal.images = [], []
+        kind = 'inputs_too_large' if code is ErrorCode.INPUT_TOO_LARGE else 'inputs_refused'
+        now = time.monotonic()
+        with self._goal_lock:
+            self._refusals[kind] += 1
+            count = self._refusals[kind]
+            self._last_refusal = reason
+            if payload >= _RELEASE_AFTER_BYTES:
+                self._release_pending = True
+            # Throttled per kind, so a stream of one kind does not hide the other.
+            log = now - self._refusal_logged_at.get(kind, -math.inf) >= _REFUSAL_LOG_PERIOD_S
+            if log:
+                self._refusal_logged_at[kind] = now
+        if log:
+            self.get_logger().warning(
+                f'refused a goal for {goal.model!r} before running it ({count} {kind} so '
+                f'far): {reason}'
+            )
+        return _error_result(code, reason)
+
+    def _release_goal_buffers(self) -> None:
+        """Recreate the action server after a large refused goal, once goals are quiet.
+
+        Fast DDS keeps the buffer it reassembled a goal request into, grown to the largest
+        request, until the goal service's reader is destroyed: recreating the action server
+        is the one way rclpy has to give it back. Goals in flight belong to the old server,
+        so this waits until none is and none came or ended in ``_RELEASE_QUIET_S``. The new
+        server is created only once the old one is really gone (rclpy defers destruction
+        while the executor waits on it): a reader created first would share, and keep, the
+        topic's buffers.
+        """
+        now = time.monotonic()
+        with self._goal_lock:
+            retiring = self._retiring_action_server
+            if retiring is not None:
+                server, since = retiring
+                if not _destroyed(server) and now - since < _RETIRE_TIMEOUT_S:
+                    return
+                self._retiring_action_server = None
+                self._action_server = self._create_action_server()
+                self._action_server_releases += 1
+                self.get_logger().info(
+                    'recreated the offload action server: the buffer of a large refused goal '
+                    'went back to the OS'
+                )
+                return
+            quiet = now - self._last_goal_activity >= _RELEASE_QUIET_S
+            if not self._release_pending or self._job_of_goal or not quiet:
+                return
+            if self._action_server is None:
+                return
+            self._release_pending = False
+            server, self._action_server = self._action_server, None
+            server.destroy()
+            self._retiring_action_server = (server, now)
+
     def _decode_inputs(self, goal: Offload.Goal) -> dict[str, torch.Tensor]:
         inputs: dict[str, torch.Tensor] = {}
         try:
@@ -473,18 +655,7 @@ class OffloadBridgeNode(LifecycleNode):
             too_large = 'over the limit' in str(error)
             code = ErrorCode.INPUT_TOO_LARGE if too_large else ErrorCode.INVALID_INPUT
             raise OffloadError(f'input tensor: {error}', code) from None
-        if len(goal.images) != len(goal.image_input_names):
-            raise OffloadError(
-                f'{len(goal.images)} images but {len(goal.image_input_names)} image input names',
-                ErrorCode.INVALID_INPUT,
-            )
         for name, image in zip(goal.image_input_names, goal.images, strict=True):
-            if len(image.data) > self._max_input_bytes:
-                raise OffloadError(
-                    f'image {name!r} is {len(image.data)} bytes; the limit is '
-                    f'{self._max_input_bytes}',
-                    ErrorCode.INPUT_TOO_LARGE,
-                )
             try:
                 inputs[name] = image_to_tensor(
                     image.height,
@@ -552,6 +723,9 @@ class OffloadBridgeNode(LifecycleNode):
             'fallbacks': status.fallbacks,
             'failures': status.failures,
             'last_fallback_reason': status.last_fallback_reason,
+            **self._refusals,
+            'last_refusal_reason': self._last_refusal,
+            'action_server_releases': self._action_server_releases,
             'queued_goals': jobs.qsize() if jobs is not None else 0,
             'uplink_mbps': f'{link.uplink_bandwidth_bps / 1e6:.2f}',
             'downlink_mbps': f'{link.downlink_bandwidth_bps / 1e6:.2f}',
@@ -569,11 +743,28 @@ class OffloadBridgeNode(LifecycleNode):
         return array
 
 
+def _destroyed(server: ActionServer) -> bool:
+    """Return True once rclpy has really destroyed ``server``'s handle (it defers that)."""
+    try:
+        return not server._handle.pointer  # noqa: SLF001 - rclpy has no public query
+    except InvalidHandle:
+        return True
+
+
 def _to_numpy(tensor: torch.Tensor) -> np.ndarray:
     tensor = tensor.detach().cpu()
     if tensor.dtype == torch.bfloat16:
         tensor = tensor.to(torch.float32)
     return tensor.numpy()
+
+
+@functools.lru_cache(maxsize=64)
+def _model_spec(model: str) -> ModelSpec | None:
+    """Return the spec of ``model`` (None when unknown: the inference itself says so)."""
+    try:
+        return model_spec(model)
+    except UnknownModelError:
+        return None
 
 
 @functools.lru_cache(maxsize=64)

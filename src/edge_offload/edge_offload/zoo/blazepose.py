@@ -41,7 +41,7 @@ import torch
 from torch import nn
 
 from edge_offload.assets import asset_path
-from edge_offload.models import ModelSpec, TensorSpec
+from edge_offload.models import ModelSpec, SizeLimits, TensorSpec
 from edge_offload.zoo.detection_metrics import iou_matrix
 from edge_offload.zoo.tflite_graph import TfliteGraphModule, load_tflite
 
@@ -771,7 +771,14 @@ class BlazePosePeople(nn.Module):
 # Model specs (entry points of group edge_offload.models)
 
 _PEOPLE_OUTPUTS = ('boxes', 'scores', 'keypoints')
-_PEOPLE_INPUTS = {'image': TensorSpec((1, 3, None, None), torch.uint8)}
+# Frames the people pipelines take. OpenCV's warpAffine asserts on sides of 32767 px and
+# more (a 1x100000 frame failed inside the model, on the server and again locally); above
+# DCI 4K a frame only costs time: the detector letterboxes to 224, HOG is capped at
+# hog_max_pixels and the landmarks crop 256x256, while a 4000x4000 frame took 4.7 s here
+# (1920x1080: 0.6 s, 4096x2160: 2.3 s) and 48 MB of uplink. Empty, tiny and thin frames
+# are fine: they give no people.
+PEOPLE_INPUT_LIMITS = SizeLimits(min_side=0, max_side=4096, max_pixels=4096 * 2160)
+_PEOPLE_INPUTS = {'image': TensorSpec((1, 3, None, None), torch.uint8, PEOPLE_INPUT_LIMITS)}
 
 
 def _people_spec(name: str, front_end: FrontEnd, what: str, flip_test: bool = True) -> ModelSpec:

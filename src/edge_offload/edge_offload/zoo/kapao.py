@@ -68,7 +68,7 @@ import torch
 import torch.nn.functional as F  # noqa: N812
 from torch import nn
 
-from edge_offload.models import ModelSpec, TensorSpec
+from edge_offload.models import ModelSpec, SizeLimits, TensorSpec
 
 COCO_KEYPOINTS = 17
 CROWDPOSE_KEYPOINTS = 14
@@ -811,11 +811,18 @@ class KapaoPeople(nn.Module):
         return self.postprocess.unpack(packed)
 
 
+# Frames the KAPAO people pipelines take: the letterbox rounds a side to zero rows past
+# 1280:1 (a 1x4096 frame failed in F.interpolate), and an empty frame is an error; above
+# DCI 4K a frame costs conversion and uplink and gains nothing, the net sees
+# DEFAULT_INPUT_SIZE either way.
+PEOPLE_INPUT_LIMITS = SizeLimits(max_side=4096, max_pixels=4096 * 2160, max_aspect_ratio=64.0)
+
+
 def _people_spec(variant: str) -> ModelSpec:
     return ModelSpec(
         name=f'kapao_{variant}',
         build=functools.partial(KapaoPeople, variant, DEFAULT_INPUT_SIZE),
-        inputs={'image': TensorSpec((1, 3, None, None), torch.uint8)},
+        inputs={'image': TensorSpec((1, 3, None, None), torch.uint8, PEOPLE_INPUT_LIMITS)},
         outputs=('boxes', 'scores', 'keypoints'),
         trained=False,
         description=(
