@@ -22,8 +22,8 @@ from edge_offload.modes.base import (
     ServerRejectedError,
     ServerUnavailableError,
 )
-from edge_offload.server import EdgeServer, ServerConfig
-from edge_offload.testing import make_test_keys
+from edge_offload.server import ServerConfig
+from edge_offload.testing import edge_client_for, loopback_edge_server, make_test_keys
 
 IMAGE = {'image': torch.rand(1, 3, 64, 64, generator=torch.Generator().manual_seed(0))}
 
@@ -33,25 +33,8 @@ def keys(tmp_path):
     return make_test_keys(tmp_path / 'keys')
 
 
-def _server(keys, **overrides) -> EdgeServer:
-    values = {
-        'endpoint': 'tcp://127.0.0.1:0',
-        'models': ['tiny_cnn'],
-        'secret_key_file': str(keys.server_secret),
-        'authorized_clients_dir': str(keys.authorized_clients_dir),
-    }
-    values.update(overrides)
-    return EdgeServer(ServerConfig(**values))
-
-
-def _client(keys, endpoint, secret=None, **overrides) -> EdgeClient:
-    values = {
-        'endpoint': endpoint,
-        'secret_key_file': str(secret or keys.robot_secret),
-        'server_public_key_file': str(keys.server_public),
-    }
-    values.update(overrides)
-    return EdgeClient(ClientConfig(**values))
+_server = loopback_edge_server
+_client = edge_client_for
 
 
 @pytest.fixture

@@ -19,7 +19,6 @@ import torch
 import zmq
 
 from edge_offload import protocol
-from edge_offload.client import ClientConfig, EdgeClient
 from edge_offload.keys import load_public_key, load_secret_key_pair
 from edge_offload.modes.base import (
     ServerCall,
@@ -28,8 +27,13 @@ from edge_offload.modes.base import (
     ServerReply,
     ServerUnavailableError,
 )
-from edge_offload.server import EdgeServer, ServerConfig
-from edge_offload.testing import authorize_robot, make_test_keys
+from edge_offload.server import EdgeServer
+from edge_offload.testing import (
+    authorize_robot,
+    edge_client_for,
+    loopback_edge_server,
+    make_test_keys,
+)
 
 IMAGE = {'image': torch.rand(1, 3, 64, 64, generator=torch.Generator().manual_seed(0))}
 
@@ -40,25 +44,10 @@ def keys(tmp_path):
 
 
 def _server(keys, **overrides) -> EdgeServer:
-    values = {
-        'endpoint': 'tcp://127.0.0.1:0',
-        'models': ['tiny_cnn'],
-        'modes': ['nnto', 'probe'],
-        'secret_key_file': str(keys.server_secret),
-        'authorized_clients_dir': str(keys.authorized_clients_dir),
-    }
-    values.update(overrides)
-    return EdgeServer(ServerConfig(**values))
+    return loopback_edge_server(keys, **{'modes': ['nnto', 'probe'], **overrides})
 
 
-def _client(keys, endpoint, secret=None, **overrides) -> EdgeClient:
-    values = {
-        'endpoint': endpoint,
-        'secret_key_file': str(secret or keys.robot_secret),
-        'server_public_key_file': str(keys.server_public),
-    }
-    values.update(overrides)
-    return EdgeClient(ClientConfig(**values))
+_client = edge_client_for
 
 
 class RawRobot:

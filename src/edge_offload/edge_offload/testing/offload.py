@@ -15,8 +15,13 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from edge_offload.keys import AUTHORIZED_CLIENTS_SUBDIR, generate_key_pair
+
+if TYPE_CHECKING:
+    from edge_offload.client import EdgeClient
+    from edge_offload.server import EdgeServer
 
 
 @dataclass(frozen=True)
@@ -46,6 +51,35 @@ def authorize_robot(keys: KeySet, name: str) -> Path:
     public, secret = generate_key_pair(keys.server_secret.parent / 'robots' / name, name)
     (keys.authorized_clients_dir / public.name).write_bytes(public.read_bytes())
     return secret
+
+
+def loopback_edge_server(keys: KeySet, **overrides: Any) -> EdgeServer:
+    """Return an ``EdgeServer`` (not started) on a free loopback port with ``keys``."""
+    from edge_offload.server import EdgeServer, ServerConfig  # torch: only when used
+
+    values: dict[str, Any] = {
+        'endpoint': 'tcp://127.0.0.1:0',
+        'models': ['tiny_cnn'],
+        'secret_key_file': str(keys.server_secret),
+        'authorized_clients_dir': str(keys.authorized_clients_dir),
+    }
+    values.update(overrides)
+    return EdgeServer(ServerConfig(**values))
+
+
+def edge_client_for(
+    keys: KeySet, endpoint: str, secret: Path | None = None, **overrides: Any
+) -> EdgeClient:
+    """Return an ``EdgeClient`` of the robot in ``keys`` (or ``secret``) to ``endpoint``."""
+    from edge_offload.client import ClientConfig, EdgeClient  # torch: only when used
+
+    values: dict[str, Any] = {
+        'endpoint': endpoint,
+        'secret_key_file': str(secret or keys.robot_secret),
+        'server_public_key_file': str(keys.server_public),
+    }
+    values.update(overrides)
+    return EdgeClient(ClientConfig(**values))
 
 
 def free_tcp_port() -> int:
