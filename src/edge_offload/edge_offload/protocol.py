@@ -101,9 +101,12 @@ TORCH_DTYPES: dict[str, torch.dtype] = {
     'int32': torch.int32,
     'int64': torch.int64,
     'bool': torch.bool,
+    'complex64': torch.complex64,
+    'complex128': torch.complex128,
 }
-_WIRE_DTYPES = {dtype: name for name, dtype in TORCH_DTYPES.items()}
-_ITEM_BYTES = {dtype: torch.empty((), dtype=dtype).element_size() for dtype in _WIRE_DTYPES}
+# torch dtype -> wire dtype name: what the protocol can carry.
+WIRE_DTYPE_NAMES = {dtype: name for name, dtype in TORCH_DTYPES.items()}
+_ITEM_BYTES = {dtype: torch.empty((), dtype=dtype).element_size() for dtype in WIRE_DTYPE_NAMES}
 
 
 class ProtocolError(Exception):
@@ -158,7 +161,7 @@ def encode(message: Message) -> list[bytes | memoryview]:
     buffers: list[bytes | memoryview] = []
     for name, tensor in message.tensors.items():
         try:
-            wire_dtype = _WIRE_DTYPES[tensor.dtype]
+            wire_dtype = WIRE_DTYPE_NAMES[tensor.dtype]
         except KeyError:
             raise ValueError(f'tensor {name!r} has unsupported dtype {tensor.dtype}') from None
         table.append([name, wire_dtype, list(tensor.shape)])

@@ -96,7 +96,7 @@ def test_encode_refuses_unknown_types_and_dtypes():
         protocol.encode(protocol.Message('launch'))
     with pytest.raises(ValueError, match='dtype'):
         protocol.encode(
-            protocol.Message(protocol.CALL, 1, {}, {'z': torch.zeros(2, dtype=torch.complex64)})
+            protocol.Message(protocol.CALL, 1, {}, {'z': torch.zeros(2, dtype=torch.complex32)})
         )
 
 

@@ -23,6 +23,7 @@ from typing import Any
 import torch
 from torch.utils import _pytree as pytree
 
+from edge_offload.protocol import TORCH_DTYPES, WIRE_DTYPE_NAMES
 from rrto_ros import op_codec
 
 DEFAULT_MAX_VALUES = 500_000
@@ -239,6 +240,7 @@ class OpExecutor:
 
         Returns the encoded tree and the number of ids used (see :meth:`run_decoded`).
         """
+        _check_wire_dtypes(name, result)
         next_id = first_id
         stored: list[int] = []
 
@@ -256,6 +258,8 @@ class OpExecutor:
                 return items if isinstance(value, list) else {'tu': items}
             if value is None or isinstance(value, bool | int | float):
                 return value
+            if isinstance(value, complex):
+                return op_codec.encode_complex(value)
             raise ExecutorError(f'{name} returned an unsupported {type(value).__name__}')
 
         try:
@@ -307,6 +311,19 @@ class OpExecutor:
                 self._meta_cache.clear()
             self._meta_cache[key] = cached
         return cached
+
+
+def _check_wire_dtypes(name: str, result: Any) -> None:
+    """Refuse, naming the operator, a result the wire protocol cannot carry to the robot.
+
+    Checked before any of the result is stored, so a refused operator leaves no values.
+    """
+    for leaf in pytree.tree_leaves(result):
+        if isinstance(leaf, torch.Tensor) and leaf.dtype not in WIRE_DTYPE_NAMES:
+            raise ExecutorError(
+                f'{name} returned a {str(leaf.dtype).removeprefix("torch.")} tensor, which the '
+                f'wire protocol cannot carry (it carries {", ".join(sorted(TORCH_DTYPES))})'
+            )
 
 
 def _on_meta(tensor: torch.Tensor) -> torch.Tensor:

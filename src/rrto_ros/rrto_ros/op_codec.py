@@ -19,7 +19,7 @@ from typing import Any
 import msgpack
 import torch
 
-from edge_offload.protocol import TORCH_DTYPES
+from edge_offload.protocol import TORCH_DTYPES, WIRE_DTYPE_NAMES
 
 MAX_BLOB_BYTES = 4 * 1024 * 1024
 MAX_DEPTH = 8
@@ -71,10 +71,31 @@ def resolve_op(name: str) -> torch._ops.OpOverload:
     return func
 
 
+def encode_complex(value: complex) -> dict[str, list[float]]:
+    """Return a Python complex scalar as its tagged msgpack form."""
+    return {'c': [value.real, value.imag]}
+
+
+def decode_complex(item: Any) -> complex:
+    """Inverse of ``encode_complex``.
+
+    Raises:
+        OpCodecError: ``item`` is not a pair of floats.
+
+    """
+    if not (
+        isinstance(item, list) and len(item) == 2 and all(isinstance(part, float) for part in item)
+    ):
+        raise OpCodecError('malformed complex scalar')
+    return complex(item[0], item[1])
+
+
 def encode_tree(value: Any, tensor_ref: Callable[[torch.Tensor], int]) -> Any:
     """Return the msgpack-ready form of an argument tree; tensors become ``tensor_ref`` ids."""
     if value is None or isinstance(value, bool | int | float | str):
         return value
+    if isinstance(value, complex):
+        return encode_complex(value)
     if isinstance(value, torch.Tensor):
         return {'T': tensor_ref(value)}
     if isinstance(value, list):
@@ -82,7 +103,12 @@ def encode_tree(value: Any, tensor_ref: Callable[[torch.Tensor], int]) -> Any:
     if isinstance(value, tuple):
         return {'tu': [encode_tree(v, tensor_ref) for v in value]}
     if isinstance(value, torch.dtype):
-        return {'d': str(value).removeprefix('torch.')}
+        if value not in WIRE_DTYPE_NAMES:
+            raise OpCodecError(
+                f'dtype {str(value).removeprefix("torch.")} cannot be sent to the edge server '
+                f'(the wire protocol carries {", ".join(sorted(TORCH_DTYPES))})'
+            )
+        return {'d': WIRE_DTYPE_NAMES[value]}
     if isinstance(value, torch.device):
         return {'D': value.type}
     if isinstance(value, torch.layout):
@@ -123,6 +149,8 @@ def decode_tree(
             return tensor(item)
         if tag == 'tu' and isinstance(item, list):
             return tuple(decode_tree(v, tensor, device, _depth + 1, budget) for v in item)
+        if tag == 'c':
+            return decode_complex(item)
         if tag == 'd':
             return TORCH_DTYPES[item]
         if tag == 'D' and item in ('cpu', 'cuda', 'meta'):

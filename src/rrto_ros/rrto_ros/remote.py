@@ -244,10 +244,15 @@ class RemoteSession:
 
             start_id = self._next_id
             name = op_codec.op_name(func)
+            try:
+                encoded_args = op_codec.encode_tree(list(args), ref)
+                encoded_kwargs = {k: op_codec.encode_tree(v, ref) for k, v in kwargs.items()}
+            except op_codec.OpCodecError as error:
+                raise RemoteError(f'{name}: {error}') from None
             call = {
                 'op': name,
-                'args': op_codec.encode_tree(list(args), ref),
-                'kwargs': {k: op_codec.encode_tree(v, ref) for k, v in kwargs.items()},
+                'args': encoded_args,
+                'kwargs': encoded_kwargs,
                 'first': self._next_id,
                 'uploads': list(uploads),
                 # Per-pass host tensors: the server drops its copy after this operator.
@@ -391,10 +396,21 @@ class RemoteSession:
             ((tag, item),) = value.items()
             if tag == 'tu':
                 return tuple(self._decode_result(v, by_id, created) for v in item)
+            if tag == 'c':
+                self.stats.host_reads += 1
+                try:
+                    return op_codec.decode_complex(item)
+                except op_codec.OpCodecError as error:
+                    raise RemoteError(f'malformed result from the edge server: {error}') from None
             if tag == 'T' and item in by_id:
                 return by_id[item]
             if tag == 'R':
                 value_id, (shape, stride, dtype) = item
+                if dtype not in TORCH_DTYPES:
+                    raise RemoteError(
+                        f'the edge server answered a tensor of dtype {str(dtype)[:40]!r}, '
+                        'which the wire protocol cannot carry'
+                    )
                 created.append(value_id)
                 return RemoteTensor(self, value_id, shape, stride, TORCH_DTYPES[dtype])
         raise RemoteError(f'malformed result from the edge server: {str(value)[:200]}')
