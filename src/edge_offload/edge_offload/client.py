@@ -103,7 +103,8 @@ class ClientConfig:
     hello_retry_s: float = 0.5
     max_pending_calls: int = 64
     reconnect_interval_s: float = 0.1
-    reconnect_interval_max_s: float = 1.0
+    # A restarted server is found within this long; a refused connect costs one SYN.
+    reconnect_interval_max_s: float = 0.5
 
     def validate(self) -> None:
         """Raise ValueError if a setting is invalid."""
