@@ -12,7 +12,10 @@ Every call a ``RemoteSession`` makes becomes log entries (``sequence_search``'s 
   input or an earlier result (``VALUE``, keyed by the producing entry; an in-place
   operator becomes the producer of the value it wrote), or a value older than the log
   (``VALUE`` keyed before the log: resident state, equal in every copy or no match);
-* a host read (``fetch``, or an operator whose result holds plain numbers): an ``OUTPUT``.
+* a host read (``fetch``, or an operator whose result holds plain numbers): an ``OUTPUT``;
+* an operator right after an ``OUTPUT`` that reads only parameters (``aten.t(weight)`` of
+  an ``nn.Linear`` under ``no_grad``) is preceded by an ``INPUT`` marker with no upload:
+  the search anchors inferences at INPUTs, and such a model has none at its start.
 
 The log is bounded (``max_entries``; the oldest entries go first), and so is the list of
 calls kept to build a sequence from, so a model that never becomes static keeps flat
@@ -69,6 +72,7 @@ class Recorder:
         self._producer: dict[int, tuple[int, int]] = {}
         self._calls: collections.deque[_CallRecord] = collections.deque()
         self._sequence_ids = itertools.count(1)
+        self._after_output = True  # the last entry logged was an OUTPUT (or none yet)
         self.search_time_s = 0.0
         self.searches = 0
 
@@ -83,6 +87,7 @@ class Recorder:
         else:
             return None
         self._calls.append(record)
+        self._after_output = entries[-1].kind is EntryKind.OUTPUT
         searched = any(entry.kind is EntryKind.OUTPUT for entry in entries)
         started = time.perf_counter()
         match = self.search.extend(entries)
@@ -97,6 +102,7 @@ class Recorder:
         self.search.clear()
         self._calls.clear()
         self._producer.clear()
+        self._after_output = False
 
     # -- entries ------------------------------------------------------------------------
 
@@ -114,6 +120,11 @@ class Recorder:
         call = details['call']
         next_index = self.search.next_index
         entries: list[LogEntry] = []
+        if self._after_output and all(role == 'param' for role, _ in details['reads']):
+            # Reads nothing of the pass (``nn.Linear`` under ``no_grad`` starts with
+            # ``aten.t(weight)``, before its input goes up): it may start an inference,
+            # and the search anchors inferences at INPUTs, so mark it with one.
+            entries.append(LogEntry(EntryKind.INPUT, 'input:source', 'source'))
         params = {value_id for role, value_id in details['reads'] if role.startswith('param')}
         local: dict[int, int] = {}
         umeta = []
@@ -182,7 +193,10 @@ class Recorder:
 
     def _fetch_entries(self, details: dict[str, Any]) -> tuple[list[LogEntry], _CallRecord]:
         value_id = details['value']
-        ref, slot = self._read(value_id, set(), {})
+        if details.get('param'):  # a parameter or buffer read back (its value changed)
+            ref, slot = Ref.param(value_id), 0
+        else:
+            ref, slot = self._read(value_id, set(), {})
         index = self.search.next_index
         entry = LogEntry(EntryKind.OUTPUT, 'output', ('fetch', slot), (ref,))
         next_id = details['next_id']

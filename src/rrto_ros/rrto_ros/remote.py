@@ -37,7 +37,7 @@ from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
 
 from edge_offload.protocol import TORCH_DTYPES, tensor_nbytes
-from rrto_ros import op_codec
+from rrto_ros import op_codec, op_effects
 
 # Host reads: the value goes back to the robot.
 _SCALAR_READ = torch.ops.aten._local_scalar_dense.default
@@ -81,6 +81,9 @@ class RemoteTensor(torch.Tensor):
 
     _session: RemoteSession
     _value_id: int
+    #: The registered host parameter or buffer this handle is a view of (None: none):
+    #: a write through the handle changes that host tensor's value on the server.
+    _host_root: torch.Tensor | None
 
     @staticmethod
     def __new__(
@@ -99,6 +102,7 @@ class RemoteTensor(torch.Tensor):
             )
         tensor._session = session
         tensor._value_id = value_id
+        tensor._host_root = None
         weakref.finalize(tensor, session._release, value_id)
         return tensor
 
@@ -132,7 +136,9 @@ class RemoteTensor(torch.Tensor):
         return array if dtype is None else array.astype(dtype)
 
     def __repr__(self, *, tensor_contents: Any = None) -> str:
-        return f'RemoteTensor(id={self._value_id}, {self._session.fetch(self)!r})'
+        # What local inference prints (a host read): a program that prints a tensor in
+        # ``forward`` must show the same text offloaded.
+        return repr(self._session.fetch(self))
 
     def __reduce_ex__(self, protocol: Any) -> Any:
         return self._session.fetch(self).__reduce_ex__(protocol)
@@ -164,6 +170,13 @@ class RemoteSession:
         self._cacheable: dict[int, weakref.ref] = {}
         self._registered: dict[int, weakref.ref] = {}  # id(module) -> module
         self._cached: dict[int, tuple[weakref.ref, int, int]] = {}
+        # Registered host tensors an operator wrote in place: the server's value is the
+        # current one until the pass ends and it is copied back (id -> tensor).
+        self._dirty: dict[int, torch.Tensor] = {}
+        # Host tensors this pass wrote into, with their values before: what ``rollback``
+        # restores, so a pass that failed half way can run again locally.
+        self._undo: list[tuple[torch.Tensor, torch.Tensor]] = []
+        self._depth = 0  # nesting of ``active`` blocks
         self.stats = SessionStats()
         #: Called with (event, details) for every call: the recorder's hook.
         self.observer: Callable[[str, dict[str, Any]], None] | None = None
@@ -190,15 +203,86 @@ class RemoteSession:
 
     @contextlib.contextmanager
     def active(self) -> Iterator[RemoteSession]:
-        """Send every aten operator to the edge server inside the block."""
-        with _RemoteMode(self):
-            yield self
+        """Send every aten operator to the edge server inside the block.
+
+        When the outermost block ends without an error, the module state the pass changed
+        comes back to the host (``sync_host_state``), so the program's modules hold what
+        local inference would have left in them.
+        """
+        self._depth += 1
+        try:
+            with _RemoteMode(self):
+                yield self
+            if self._depth == 1:
+                self.sync_host_state()
+        finally:
+            self._depth -= 1
 
     def forward(self, module: nn.Module, *args: Any, **kwargs: Any) -> Any:
         """Run ``module(*args, **kwargs)`` with its operators on the edge server."""
         self.register_module(module)
         with self.active():
             return module(*args, **kwargs)
+
+    # -- module state -------------------------------------------------------------------
+
+    def sync_host_state(self) -> None:
+        """Bring the module state the server changed back into the host's modules.
+
+        Registered parameters and buffers written in place get the server's value, and
+        registered modules whose parameters, buffers or tensor attributes now hold
+        handles (``self.state = f(self.state)``) get host tensors in their place: state
+        that lives on in the program must survive the server. Everything is fetched
+        before anything is written, so a failure leaves the host as it was.
+        """
+        with self._lock, _disable_current_modes():
+            written = [
+                (tensor, self._fetch_value(self._cached[key][2], param=True))
+                for key, tensor in self._dirty.items()
+            ]
+            replaced = [
+                (table, name, value, self.fetch(value))
+                for table, name, value in self._handles_in_modules()
+            ]
+            with torch.no_grad():
+                for tensor, value in written:
+                    self._undo.append((tensor, tensor.detach().clone()))
+                    tensor.copy_(value.reshape(tensor.shape))
+                    cached = self._cached[id(tensor)]
+                    self._cached[id(tensor)] = (cached[0], tensor._version, cached[2])
+            self._dirty.clear()
+            for table, name, old, value in replaced:
+                if isinstance(old, nn.Parameter):
+                    value = nn.Parameter(value, requires_grad=old.requires_grad)
+                table[name] = value
+
+    def _handles_in_modules(self) -> list[tuple[dict, str, RemoteTensor]]:
+        """Return (table, name, handle) for each handle held by a registered module."""
+        found = []
+        for owner in list(self._registered.values()):
+            module = owner()
+            if module is None:
+                continue
+            for sub in module.modules():
+                for table in (sub._parameters, sub._buffers, sub.__dict__):
+                    found.extend(
+                        (table, name, value)
+                        for name, value in table.items()
+                        if isinstance(value, RemoteTensor) and value._session is self
+                    )
+        return found
+
+    def rollback(self) -> None:
+        """Undo this pass's writes into host tensors (after a failed pass)."""
+        with _disable_current_modes(), torch.no_grad():
+            for tensor, before in reversed(self._undo):
+                tensor.copy_(before)
+        self._undo.clear()
+        self._dirty.clear()
+
+    def commit(self) -> None:
+        """Forget the undo log: the pass ended and its writes stand."""
+        self._undo.clear()
 
     # -- host reads ---------------------------------------------------------------------
 
@@ -208,11 +292,13 @@ class RemoteSession:
         with self._lock, _disable_current_modes():
             return self._fetch_value(tensor._value_id).reshape(tensor.shape)
 
-    def _fetch_value(self, value_id: int) -> torch.Tensor:
+    def _fetch_value(self, value_id: int, *, param: bool = False) -> torch.Tensor:
+        """Return value ``value_id`` (``param``: a cached parameter or buffer)."""
         value = self._run_fetch(value_id)
         self.stats.host_reads += 1
         if self.observer is not None:
-            self.observer('fetch', {'value': value_id, 'tensor': value, 'next_id': self._next_id})
+            details = {'value': value_id, 'tensor': value, 'next_id': self._next_id}
+            self.observer('fetch', {**details, 'param': param})
         return value
 
     # -- operators ----------------------------------------------------------------------
@@ -225,17 +311,23 @@ class RemoteSession:
                 return view
         if func is _SCALAR_READ:
             (tensor,) = args
-            if not isinstance(tensor, RemoteTensor):
-                return func(*args, **kwargs)  # a host tensor: read it here
-            return self.fetch(tensor).item()
+            if isinstance(tensor, RemoteTensor):
+                return self.fetch(tensor).item()
+            if id(tensor) in self._dirty:  # a buffer the pass changed: the server has it
+                with self._lock, _disable_current_modes():
+                    return self._fetch_value(self._cached[id(tensor)][2], param=True).item()
+            return func(*args, **kwargs)  # a host tensor: read it here
+        if torch.Tag.nondeterministic_seeded in func.tags:
+            return self._run_random(func, args, kwargs)
         with self._lock:
             uploads: dict[int, torch.Tensor] = {}
             by_id: dict[int, torch.Tensor] = {}
             reads: list[tuple[str, int]] = []
             inputs: list[int] = []
+            staged: dict[int, tuple[weakref.ref, int, int]] = {}
 
             def ref(tensor: torch.Tensor) -> int:
-                role, value_id = self._ref(tensor, uploads)
+                role, value_id = self._ref(tensor, uploads, staged)
                 by_id[value_id] = tensor
                 reads.append((role, value_id))
                 if role == 'input' and value_id not in inputs:
@@ -248,6 +340,7 @@ class RemoteSession:
                 encoded_args = op_codec.encode_tree(list(args), ref)
                 encoded_kwargs = {k: op_codec.encode_tree(v, ref) for k, v in kwargs.items()}
             except op_codec.OpCodecError as error:
+                self._next_id = start_id  # nothing was sent: the ids are free again
                 raise RemoteError(f'{name}: {error}') from None
             call = {
                 'op': name,
@@ -260,11 +353,14 @@ class RemoteSession:
             }
             self._last_freed = []
             encoded, dynamic = self._run_exec(call, uploads, start_id)
+            # Only now is the server known to hold the parameters this call uploaded.
+            self._cached.update(staged)
             self.stats.uploads += len(uploads)
             self.stats.ops += 1
             created: list[int] = []
             result = self._decode_result(encoded, by_id, created)
             self._next_id += len(created)
+            self._track_aliases(func, args, kwargs, result)
             if self.observer is not None:
                 self.observer(
                     'op',
@@ -283,6 +379,69 @@ class RemoteSession:
                 )
             self._write_back_inputs(encoded, by_id, inputs)
             return result
+
+    def _track_aliases(self, func: Any, args: tuple, kwargs: dict, result: Any) -> None:
+        """Follow writes into registered host tensors, directly or through views.
+
+        A view of a parameter or buffer is a handle on the server's copy; an operator
+        that writes into either (the schema says which arguments it writes) leaves the
+        server's value newer than the host's until the pass ends.
+        """
+        if func.is_view and isinstance(result, RemoteTensor) and args:
+            result._host_root = self._root_of(args[0])
+        for tensor in op_effects.written_tensors(func, args, kwargs):
+            root = self._root_of(tensor)
+            if root is not None:
+                self._dirty[id(root)] = root
+
+    def _root_of(self, tensor: Any) -> torch.Tensor | None:
+        """Return the registered host tensor ``tensor`` is or views, else None."""
+        if isinstance(tensor, RemoteTensor):
+            return tensor._host_root
+        if self._is_cacheable(tensor) and id(tensor) in self._cached:
+            return tensor
+        return None
+
+    def _run_random(self, func: Any, args: tuple, kwargs: dict) -> Any:
+        """Run an operator that draws random numbers here, on the robot's generator.
+
+        The server's generator is not the robot's, so its numbers would differ from local
+        inference. The operands are read back, the operator runs here, and what it wrote
+        into a server tensor goes back up into it.
+        """
+        schema = func._schema
+        written = op_effects.written_tensors(func, args, kwargs)
+        with self._lock, _disable_current_modes():
+            for target in written:
+                if self._on_host(target):
+                    self._undo.append((target, target.detach().clone()))
+            host_args, host_kwargs = pytree.tree_map_only(
+                torch.Tensor, self._host_value, (args, kwargs)
+            )
+            result = func(*host_args, **host_kwargs)
+        originals = pytree.tree_leaves((args, kwargs))
+        copies = pytree.tree_leaves((host_args, host_kwargs))
+        for original, copy in zip(originals, copies, strict=True):
+            if copy is not original and any(original is target for target in written):
+                self.execute(torch.ops.aten.copy_.default, (original, copy), {})
+        if written and schema.returns and schema.returns[0].alias_info is not None:
+            return written[0]
+        return result
+
+    def _on_host(self, tensor: Any) -> bool:
+        """Return True if ``tensor``'s current value is the host's own."""
+        return (
+            isinstance(tensor, torch.Tensor)
+            and not isinstance(tensor, RemoteTensor)
+            and id(tensor) not in self._dirty
+        )
+
+    def _host_value(self, tensor: torch.Tensor) -> torch.Tensor:
+        if isinstance(tensor, RemoteTensor):
+            return self._fetch_value(tensor._value_id).reshape(tensor.shape)
+        if id(tensor) in self._dirty:
+            return self._fetch_value(self._cached[id(tensor)][2], param=True).reshape(tensor.shape)
+        return tensor
 
     # -- the exchange with the server (RRTO replaces these while it replays) -------------
 
@@ -357,8 +516,16 @@ class RemoteSession:
         owner = self._cacheable.get(id(value))
         return owner is not None and owner() is value
 
-    def _ref(self, tensor: torch.Tensor, uploads: dict[int, torch.Tensor]) -> tuple[str, int]:
-        """Return (role, value id) for an argument, queueing its upload if needed."""
+    def _ref(
+        self,
+        tensor: torch.Tensor,
+        uploads: dict[int, torch.Tensor],
+        staged: dict[int, tuple[weakref.ref, int, int]],
+    ) -> tuple[str, int]:
+        """Return (role, value id) for an argument, queueing its upload if needed.
+
+        A parameter's cache entry goes to ``staged``: it counts once the call succeeded.
+        """
         if isinstance(tensor, RemoteTensor):
             if tensor._session is not self:
                 raise RemoteError('a RemoteTensor of another session was passed')
@@ -368,11 +535,13 @@ class RemoteSession:
         key = id(tensor)
         owner = self._cacheable.get(key)
         if owner is not None and owner() is tensor:
-            cached = self._cached.get(key)
-            if cached is not None and cached[0]() is tensor and cached[1] == tensor._version:
-                return 'param', cached[2]
+            cached = staged.get(key) or self._cached.get(key)
+            if cached is not None and cached[0]() is tensor:
+                # Written in place on the server this pass: the server has the value.
+                if cached[1] == tensor._version or key in self._dirty or key in staged:
+                    return 'param', cached[2]
             value_id = self._new_upload(tensor, uploads)
-            self._cached[key] = (weakref.ref(tensor), tensor._version, value_id)
+            staged[key] = (weakref.ref(tensor), tensor._version, value_id)
             return 'param_upload', value_id
         for value_id, queued in uploads.items():
             if queued is tensor:
@@ -382,7 +551,10 @@ class RemoteSession:
     def _new_upload(self, tensor: torch.Tensor, uploads: dict[int, torch.Tensor]) -> int:
         value_id = self._next_id
         self._next_id += 1
-        uploads[value_id] = tensor.detach()
+        # The wire carries tensors contiguous: upload that form, so what the robot records
+        # of an upload (its strides) is what the server holds.
+        with _disable_current_modes():
+            uploads[value_id] = tensor.detach().contiguous()
         return value_id
 
     def _decode_result(self, value: Any, by_id: dict[int, torch.Tensor], created: list) -> Any:

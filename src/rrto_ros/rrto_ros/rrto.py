@@ -182,6 +182,23 @@ class RrtoSession(RemoteSession):
             len(found.steps),
         )
 
+    def replay_note(self) -> str:
+        """Return why this session is not replaying now ('' when it is, or is armed)."""
+        if self.state is not ReplayState.RECORD:
+            return ''
+        stats = self.replay_stats
+        repeats = self.recorder.search.min_repeats
+        if stats.aborts:
+            return (
+                f'recording again after {stats.aborts} aborted replays; the last: '
+                f'{stats.last_abort}'
+            )
+        return (
+            f'no sequence found yet: the operators, their sizes or where their tensors come '
+            f'from did not repeat {repeats} inferences in a row (shapes that change every '
+            'inference never replay)'
+        )
+
     def _same(self, found: replay.ReplaySequence) -> bool:
         return self.sequence is not None and self.sequence.steps == found.steps
 
@@ -299,11 +316,14 @@ class RrtoSession(RemoteSession):
             elif stopped is not None or current.server_cursor >= len(sequence.steps):
                 return  # the server has left the pass and made nothing past the robot
             until = index - 1
+            confirmed = index
         else:
             if current.server_cursor > index or stopped is not None:
                 return
-            until = sequence.run_until(index)
-        _, reply = self._send('replay', {}, self._replay_request(until, end, discard))
+            until = min(sequence.run_until(index), sequence.speculation_end(index))
+            confirmed = index + 1
+        request = self._replay_request(until, end, discard, confirmed)
+        _, reply = self._send('replay', {}, request)
         self._absorb(reply)
 
     def _send_ahead(self, index: int) -> None:
@@ -319,7 +339,8 @@ class RrtoSession(RemoteSession):
         host_step = sequence.next_host_step(index + 1)
         if host_step is None or until < host_step:
             return  # more uploads are due first; they go together
-        tensors = self._replay_request(until, False, None)
+        until = min(until, sequence.speculation_end(index + 1))
+        tensors = self._replay_request(until, False, None, index + 1)
         self._count_request(tensors)
         self._ahead = _Ahead(self._transport, tensors, self._handoff)
 
@@ -337,14 +358,20 @@ class RrtoSession(RemoteSession):
         return super()._send(op, fields, tensors)
 
     def _replay_request(
-        self, until: int, end: bool, discard: list[int] | None
+        self, until: int, end: bool, discard: list[int] | None, confirmed: int
     ) -> dict[str, torch.Tensor]:
+        """Return a replay request's tensors.
+
+        ``confirmed`` counts the steps the program has made (answered, or the one it waits
+        for): the server may run further, but can undo that (``end``).
+        """
         current, sequence = self._pass, self.sequence
         ids = list(current.pending)
         blob = {
             'seq': sequence.sequence_id,
             'start': None if current.started else current.base,
             'until': until,
+            'confirmed': confirmed,
             'end': end,
             'uploads': ids,
             'free': self._take_freed(),
@@ -388,8 +415,9 @@ class RrtoSession(RemoteSession):
         """
         self._join_ahead()
         current = self._pass
-        if current.stopped is None:
-            self._sync(current.cursor, end=True, discard_from=next_id)
+        # Even after the server stopped: it may have run steps past the robot's, which
+        # it must undo.
+        self._sync(current.cursor, end=True, discard_from=next_id)
         self._leave(why)
 
     def _leave(self, why: str) -> None:

@@ -34,10 +34,11 @@ import time
 from typing import Any
 
 import torch
+from torch.utils import _pytree as pytree
 
 from edge_offload import protocol
 from edge_offload.protocol import TORCH_DTYPES
-from rrto_ros import op_codec, replay
+from rrto_ros import op_codec, op_effects, replay
 from rrto_ros.executor import (
     DEFAULT_MAX_BYTES,
     DEFAULT_MAX_VALUES,
@@ -119,6 +120,8 @@ class _CompiledStep:
             if offset != self.first:
                 raise replay.SequenceError(f'{self.name}: result id is not the first id')
         self.need: int | None = None  # bytes of new results, from the first run
+        # Whether the operator may write into an argument (then ``written`` says which).
+        self.writes = op_effects.writes_anything(self.func)
 
     def call(self, executor: OpExecutor, base: int) -> tuple[list, dict, list[torch.Tensor]]:
         """Return the arguments for a pass starting at ``base`` and the values they hold."""
@@ -168,6 +171,34 @@ class _Pass:
         self.compiled = compiled
         self.base = base
         self.cursor = 0
+        # Whether any step writes in place: only then are storages followed for undo.
+        self.writes = any(isinstance(c, _CompiledStep) and c.writes for c in compiled)
+
+
+class _Speculation:
+    """The side effects of steps the server ran before the robot got to them.
+
+    The robot answers steps from the record and may leave the recorded path at any of
+    them (a host read flips a branch, Python state differs): steps at or after
+    ``confirmed`` may never happen in the program. Until the robot confirms them, their
+    recorded frees wait and the values they write into (when made before them) keep
+    their old contents here, so that leaving the pass at step ``k`` leaves the server as
+    if it had run only the steps before ``k``.
+    """
+
+    def __init__(self) -> None:
+        self.confirmed = 0  # steps before this one happened in the program
+        self.frees: dict[int, list[int]] = {}  # step -> recorded frees it would apply
+        self.undo: list[tuple[int, torch.Tensor, torch.Tensor]] = []  # step, tensor, before
+        self.storages: dict[int, int] = {}  # storage -> the unconfirmed step that made it
+        # (maker, writer, op): a write ahead into a value made ahead by an earlier step.
+        # Undoing it would mean running the maker again; leaving the pass between the two
+        # fails the inference instead (the robot then runs it again locally).
+        self.hazards: list[tuple[int, int, str]] = []
+
+    @property
+    def empty(self) -> bool:
+        return not self.frees and not self.undo and not self.hazards
 
 
 def _bad(message: str) -> protocol.ProtocolError:
@@ -200,6 +231,7 @@ class OpService:
         )
         self._pass: _Pass | None = None
         self._pending_free: dict[int, list[int]] = {}
+        self._spec = _Speculation()
         self._lock = threading.Lock()
         self.replayed_steps = 0
 
@@ -226,6 +258,9 @@ class OpService:
     def _dispatch(
         self, op: str, fields: dict[str, Any], tensors: dict[str, torch.Tensor]
     ) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
+        if op in ('exec', 'fetch'):
+            # The robot works per operator again: every step it ran past happened.
+            self._confirm(None)
         if op == 'exec':
             return self._exec(tensors)
         if op == 'fetch':
@@ -251,6 +286,7 @@ class OpService:
             self._sequences.clear()
             self._pass = None
             self._pending_free.clear()
+            self._spec = _Speculation()
             return {}, {}
         raise _bad(f'no op {op!r} in per-operator offloading')
 
@@ -319,6 +355,11 @@ class OpService:
 
     def _replay(self, tensors: dict[str, torch.Tensor]) -> tuple[dict, dict]:
         call = self._call_blob(tensors)
+        confirmed = call.get('confirmed')
+        if confirmed is not None and (
+            not isinstance(confirmed, int) or isinstance(confirmed, bool) or confirmed < 0
+        ):
+            raise _bad('confirmed must be a step count')
         start = call.get('start')
         if start is not None:
             stored = self._sequences.get(call.get('seq'))
@@ -326,8 +367,16 @@ class OpService:
                 raise _bad(f'no sequence {call.get("seq")!r} in this session')
             if not isinstance(start, int) or isinstance(start, bool):
                 raise _bad('start must be an integer id')
+            self._confirm(None)  # a new pass: the robot finished or left the last one
+            self._spec = _Speculation()
             self._pass = _Pass(*stored, start)
             self._pending_free.clear()
+        if call.get('end'):
+            # The robot left the pass before step ``confirmed``: undo what the steps
+            # from there on did here, then forget the values they made.
+            self._rewind(confirmed)
+        elif confirmed is not None:
+            self._confirm(confirmed)
         current = self._pass
         discard = call.get('discard')
         if discard is not None:
@@ -354,7 +403,7 @@ class OpService:
             index = current.cursor
             step = steps[index]
             try:
-                outcome = self._replay_step(step, current.base)
+                outcome = self._replay_step(step, current, index)
             except (ExecutorError, op_codec.OpCodecError) as error:
                 stopped = {'step': index, 'error': str(error)}
                 break
@@ -381,6 +430,45 @@ class OpService:
         fetched['replay'] = op_codec.blob_tensor(reply)
         return {}, fetched
 
+    def _confirm(self, confirmed: int | None) -> None:
+        """Apply the frees of the steps before ``confirmed`` (None: all): they happened."""
+        spec = self._spec
+        if confirmed is None:
+            confirmed = 1 << 62
+        if confirmed <= spec.confirmed:
+            return
+        spec.confirmed = confirmed
+        current = self._pass
+        if current is None or confirmed >= current.cursor:
+            spec.storages.clear()  # nothing runs ahead of the robot now
+        if spec.empty:
+            return
+        for index in [i for i in spec.frees if i < confirmed]:
+            self.executor.release(spec.frees.pop(index))
+        spec.undo = [entry for entry in spec.undo if entry[0] >= confirmed]
+        spec.hazards = [entry for entry in spec.hazards if entry[1] >= confirmed]
+
+    def _rewind(self, confirmed: int | None) -> None:
+        """Undo the writes of the steps from ``confirmed`` on; forget their frees."""
+        spec = self._spec
+        if confirmed is None:  # an older robot: it cannot say where it left
+            confirmed = spec.confirmed
+        for index, tensor, before in reversed(spec.undo):
+            if index >= confirmed:
+                tensor.copy_(before)
+        for index in [i for i in spec.frees if i < confirmed]:
+            self.executor.release(spec.frees.pop(index))
+        lost = [entry for entry in spec.hazards if entry[0] < confirmed <= entry[1]]
+        self._spec = _Speculation()
+        self._spec.confirmed = 1 << 62  # nothing runs ahead until the next pass
+        if lost:
+            maker, writer, name = lost[0]
+            raise ExecutorError(
+                f'replay: the program left the recorded path at step {confirmed}, but the '
+                f'server had already run step {writer} ({name}), which wrote into the value '
+                f'of step {maker}; this inference cannot go on here'
+            )
+
     def _discard(self, bounds: list[int]) -> None:
         """Release the ids in ``[start, stop)``: what the server replayed past a divergence.
 
@@ -397,30 +485,48 @@ class OpService:
         for index, pending in list(self._pending_free.items()):
             self._pending_free[index] = [v for v in pending if not start <= v < stop]
 
-    def _replay_step(self, compiled: _CompiledStep | dict, base: int) -> Any:
+    def _replay_step(self, compiled: _CompiledStep | dict, current: _Pass, index: int) -> Any:
         """Run one step; return the fetched value (fetch) or the encoded result (exec).
 
         An exec step whose one new tensor has the recorded sizes returns None: checked,
         stored, nothing to encode.
         """
-        executor = self.executor
+        executor, base = self.executor, current.base
         if isinstance(compiled, dict):
             value = replay.rebase(compiled['value'], base)
             return executor.fetch(value.get('T'))
+        spec = self._spec
+        ahead = index >= spec.confirmed
         if compiled.free:
             # The robot let go of these before this call when it was recorded, and a
             # replayed pass makes the same calls: free them now, so the allocator reuses
             # their memory while it is in cache (the robot's own frees come a pass late).
-            executor.release([base + offset for offset in compiled.free])
-        for index, (offset, meta) in enumerate(compiled.uploads):
+            # Ahead of the robot, wait: the program may still leave the recorded path.
+            ids = [base + offset for offset in compiled.free]
+            if ahead:
+                spec.frees.setdefault(index, []).extend(ids)
+            else:
+                executor.release(ids)
+        for upload, (offset, meta) in enumerate(compiled.uploads):
             held = executor.value(base + offset)
             if tensor_meta(held) != meta:
-                raise ExecutorError(f'upload {index} of this step does not match the record')
+                raise ExecutorError(f'upload {upload} of this step does not match the record')
         args, kwargs, values = compiled.call(executor, base)
         if compiled.need is None:
             compiled.need, _ = executor.output_size(compiled.func, args, kwargs)
         inputs = [base + offset for offset in compiled.inputs]
+        if ahead and compiled.writes:
+            for tensor in op_effects.written_tensors(compiled.func, args, kwargs):
+                maker = spec.storages.get(tensor.untyped_storage().data_ptr())
+                if maker is None:  # made before the robot's last confirmed step: keep it
+                    spec.undo.append((index, tensor, tensor.clone()))
+                elif maker < index:
+                    spec.hazards.append((maker, index, compiled.name))
         result = executor.run_op(compiled.func, compiled.name, args, kwargs, compiled.need)
+        if ahead and current.writes:
+            for leaf in pytree.tree_leaves(result):
+                if isinstance(leaf, torch.Tensor):
+                    spec.storages.setdefault(leaf.untyped_storage().data_ptr(), index)
         if compiled.answers_single(result, values):
             executor.store(base + compiled.first, result)
             executor.release(inputs)
