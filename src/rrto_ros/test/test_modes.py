@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import textwrap
@@ -128,9 +129,12 @@ def test_rrto_run_offloads_an_unmodified_program(tmp_path) -> None:
     assert offloaded.returncode == 0, offloaded.stderr
     assert offloaded.stdout == plain.stdout
     assert 'mode rrto' in offloaded.stderr
-    summary = offloaded.stderr.strip().splitlines()[-1]
-    replayed = int(summary.split('replayed ')[1].split()[0])
-    assert replayed >= 3, summary
+    summary = re.search(r'rrto: (\d+) inferences replayed, the first at #(\d+)', offloaded.stderr)
+    assert summary is not None, offloaded.stderr
+    replayed, first = map(int, summary.groups())
+    assert replayed >= 3, summary.group(0)
+    assert first <= 5, summary.group(0)
+    assert 'mode rrto: 7 inferences, 7 offloaded, 0 on the robot' in offloaded.stderr
 
 
 def test_rrto_run_reports_a_missing_program(tmp_path) -> None:
