@@ -70,6 +70,8 @@ class OpExecutor:
         #: Whether the last operator's result sizes could not be derived from sizes alone.
         self.last_dynamic = True
         self._meta_cache: dict[tuple, tuple[int, list | None]] = {}
+        # (operator, meta sizes) -> the sizes its CPU kernel gave last, where they differ.
+        self._real_sizes: dict[tuple, Any] = {}
 
     # -- table --------------------------------------------------------------------------
 
@@ -186,8 +188,29 @@ class OpExecutor:
         result, encoded, count = self.run_decoded(
             func, name, call_args, call_kwargs, first_id, used, need
         )
-        self.last_dynamic = meta_out is None or _sizes(meta_out) != _sizes(_metas(result))
+        self.last_dynamic = self._dynamic(func, meta_out, result)
         return encoded, count
+
+    def _dynamic(self, func: Any, meta_out: list | None, result: Any) -> bool:
+        """Return whether ``result``'s sizes may depend on data, not on argument sizes.
+
+        Without a meta kernel (``nonzero``, ``unique``) they may. Some meta kernels
+        disagree with the CPU ones (``native_batch_norm`` in eval mode: the saved mean
+        is empty on the CPU, ``native_layer_norm`` on half: its statistics are float32
+        on meta); their sizes still follow the arguments' once the same meta sizes gave
+        the same real sizes twice.
+        """
+        if meta_out is None:
+            return True
+        predicted, real = _sizes(meta_out), _sizes(_metas(result))
+        if predicted == real:
+            return False
+        key = (func, repr(predicted))
+        seen = self._real_sizes.get(key)
+        if len(self._real_sizes) >= _META_CACHE_SIZE:
+            self._real_sizes.clear()
+        self._real_sizes[key] = real
+        return seen != real
 
     def run_decoded(
         self,
@@ -249,6 +272,11 @@ class OpExecutor:
             if isinstance(value, torch.Tensor):
                 if id(value) in used:
                     return {'T': used[id(value)]}
+                if value.is_nested or value.layout is not torch.strided:
+                    raise ExecutorError(
+                        f'{name} returned a {"nested" if value.is_nested else str(value.layout)}'
+                        ' tensor, which cannot be offloaded'
+                    )
                 self._store(next_id, value)
                 stored.append(next_id)
                 next_id += 1

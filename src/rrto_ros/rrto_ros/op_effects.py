@@ -18,25 +18,53 @@ from typing import Any
 
 import torch
 
+
 # Operator -> positions of the arguments it writes, given its arguments, for operators
 # whose schema does not mark them.
+def _running_stats(args: tuple, kwargs: dict) -> tuple[int, ...]:
+    # (input, weight, bias, running_mean, running_var, training, momentum, eps, ...): the
+    # running statistics are updated only in training mode (use_input_stats for
+    # instance_norm, the same position).
+    training = args[5] if len(args) > 5 else kwargs.get('training', kwargs.get('use_input_stats'))
+    return (3, 4) if training else ()
+
+
 _UNMARKED_WRITES: dict[str, Callable[[tuple, dict], tuple[int, ...]]] = {
-    # (input, weight, bias, running_mean, running_var, training, momentum, eps)
-    'aten::native_batch_norm': lambda args, kwargs: (
-        (3, 4) if (args[5] if len(args) > 5 else kwargs.get('training')) else ()
-    ),
+    'aten::native_batch_norm': _running_stats,
+    # What inference_mode dispatches undecomposed.
+    'aten::batch_norm': _running_stats,
+    'aten::_batch_norm_impl_index': _running_stats,
+    'aten::instance_norm': _running_stats,
 }
+
+# Operators tagged ``nondeterministic_seeded`` that draw random numbers only when an
+# argument asks for it: argument name -> what a value must be for no numbers to be drawn.
+_DROPOUT_ARGUMENTS = ('dropout_p', 'dropout', 'p')
+
+
+# Operator -> positions of the arguments its schema marks as written (per overload).
+_MARKED: dict[Any, tuple[int, ...]] = {}
+
+
+def _marked(func: Any) -> tuple[int, ...]:
+    positions = _MARKED.get(func)
+    if positions is None:
+        positions = _MARKED[func] = tuple(
+            position
+            for position, argument in enumerate(func._schema.arguments)
+            if argument.alias_info is not None and argument.alias_info.is_write
+        )
+    return positions
 
 
 def written_tensors(func: Any, args: tuple | list, kwargs: dict) -> list[torch.Tensor]:
     """Return the tensors in ``func``'s arguments that it writes into."""
     schema = func._schema
-    found: list[Any] = []
-    for position, argument in enumerate(schema.arguments):
-        if argument.alias_info is None or not argument.alias_info.is_write:
-            continue
-        found.append(_argument(schema, position, args, kwargs))
+    marked = _marked(func)
     unmarked = _UNMARKED_WRITES.get(schema.name)
+    if not marked and unmarked is None:
+        return []
+    found = [_argument(schema, position, args, kwargs) for position in marked]
     if unmarked is not None:
         found.extend(_argument(schema, i, args, kwargs) for i in unmarked(tuple(args), kwargs))
     tensors = []
@@ -47,17 +75,50 @@ def written_tensors(func: Any, args: tuple | list, kwargs: dict) -> list[torch.T
     return tensors
 
 
+def draws_random(func: Any, args: tuple | list, kwargs: dict) -> bool:
+    """Return True if this call of ``func`` draws from a random number generator.
+
+    The ``nondeterministic_seeded`` tag is on every operator that may: ``rand``,
+    ``bernoulli_``, but also attention, RNNs and dropout, which draw only with a dropout
+    probability above 0 (and, where they take one, a ``train`` flag set).
+    """
+    if torch.Tag.nondeterministic_seeded not in func.tags:
+        return False
+    schema = func._schema
+    names = [argument.name for argument in schema.arguments]
+    probability = next((name for name in _DROPOUT_ARGUMENTS if name in names), None)
+    if probability is None:
+        return True
+    value = _argument(schema, names.index(probability), args, kwargs)
+    if isinstance(value, bool | int | float) and value == 0:
+        return False
+    if 'train' in names and _argument(schema, names.index('train'), args, kwargs) is False:
+        return False
+    return True
+
+
+# In-place random fills: every element of ``self`` is drawn anew, its old value unused.
+_RANDOM_FILLS = frozenset(
+    {'bernoulli_', 'uniform_', 'normal_', 'random_', 'exponential_', 'geometric_', 'cauchy_'}
+    | {'log_normal_'}
+)
+
+
+def is_random_fill(func: Any) -> bool:
+    """Return True if ``func`` overwrites its first argument with random numbers."""
+    return func._schema.name.removeprefix('aten::') in _RANDOM_FILLS
+
+
 def writes_anything(func: Any) -> bool:
     """Return True if ``func`` may write into one of its arguments."""
-    schema = func._schema
-    return schema.name in _UNMARKED_WRITES or any(
-        argument.alias_info is not None and argument.alias_info.is_write
-        for argument in schema.arguments
-    )
+    return bool(_marked(func)) or func._schema.name in _UNMARKED_WRITES
 
 
 def _argument(schema: Any, position: int, args: tuple | list, kwargs: dict) -> Any:
+    """Return the value of argument ``position``: given, or its schema default."""
     argument = schema.arguments[position]
     if not argument.kwarg_only and position < len(args):
         return args[position]
-    return kwargs.get(argument.name)
+    if argument.name in kwargs:
+        return kwargs[argument.name]
+    return argument.default_value if argument.has_default_value() else None

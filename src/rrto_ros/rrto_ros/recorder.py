@@ -173,9 +173,14 @@ class Recorder:
         entries.append(LogEntry(EntryKind.OP, f'op:{call["op"]}', signature, tuple(reads)))
         for slot, value_id in enumerate(result_ids):
             self._producer[value_id] = (op_index, slot)
-        for value_id in local:  # consumed by this call: a later read uploads it again
-            if value_id not in result_ids:
+        dropped = set(call['inputs'])
+        for value_id, index in local.items():
+            if value_id in result_ids:
+                continue
+            if value_id in dropped:  # consumed by this call: a later read uploads it again
                 self._producer.pop(value_id, None)
+            else:  # the server holds it for the pass: a later read names it
+                self._producer[value_id] = (index, 0)
         host_values = replay.has_host_values(result)
         if host_values:
             read = (Ref.value(op_index),)

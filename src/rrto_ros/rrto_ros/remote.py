@@ -144,6 +144,14 @@ class RemoteTensor(torch.Tensor):
         return self._session.fetch(self).__reduce_ex__(protocol)
 
 
+def _version(tensor: torch.Tensor) -> int | None:
+    """Return the tensor's version counter (None: an inference tensor has none)."""
+    try:
+        return tensor._version
+    except RuntimeError:
+        return None
+
+
 class _RemoteMode(TorchDispatchMode):
     """Sends the aten operators run on host tensors during a forward pass to the server."""
 
@@ -176,6 +184,9 @@ class RemoteSession:
         # Host tensors this pass wrote into, with their values before: what ``rollback``
         # restores, so a pass that failed half way can run again locally.
         self._undo: list[tuple[torch.Tensor, torch.Tensor]] = []
+        # id(host input) -> (weakref, version, value id): inputs of this pass the server
+        # holds until it ends; a later read of the same, unchanged tensor names it.
+        self._pass_inputs: dict[int, tuple[weakref.ref, int, int]] = {}
         self._depth = 0  # nesting of ``active`` blocks
         self.stats = SessionStats()
         #: Called with (event, details) for every call: the recorder's hook.
@@ -217,6 +228,10 @@ class RemoteSession:
                 self.sync_host_state()
         finally:
             self._depth -= 1
+            if self._depth == 0 and self._pass_inputs:
+                # The pass is over: the server's copies of its inputs go with the next call.
+                self._freed.extend(entry[2] for entry in self._pass_inputs.values())
+                self._pass_inputs.clear()
 
     def forward(self, module: nn.Module, *args: Any, **kwargs: Any) -> Any:
         """Run ``module(*args, **kwargs)`` with its operators on the edge server."""
@@ -236,10 +251,7 @@ class RemoteSession:
         before anything is written, so a failure leaves the host as it was.
         """
         with self._lock, _disable_current_modes():
-            written = [
-                (tensor, self._fetch_value(self._cached[key][2], param=True))
-                for key, tensor in self._dirty.items()
-            ]
+            written = [(tensor, self._fetch_host_copy(tensor)) for tensor in self._dirty.values()]
             replaced = [
                 (table, name, value, self.fetch(value))
                 for table, name, value in self._handles_in_modules()
@@ -248,8 +260,9 @@ class RemoteSession:
                 for tensor, value in written:
                     self._undo.append((tensor, tensor.detach().clone()))
                     tensor.copy_(value.reshape(tensor.shape))
-                    cached = self._cached[id(tensor)]
-                    self._cached[id(tensor)] = (cached[0], tensor._version, cached[2])
+                    cached = self._cached.get(id(tensor))
+                    if cached is not None and self._is_cacheable(tensor):
+                        self._cached[id(tensor)] = (cached[0], tensor._version, cached[2])
             self._dirty.clear()
             for table, name, old, value in replaced:
                 if isinstance(old, nn.Parameter):
@@ -315,9 +328,9 @@ class RemoteSession:
                 return self.fetch(tensor).item()
             if id(tensor) in self._dirty:  # a buffer the pass changed: the server has it
                 with self._lock, _disable_current_modes():
-                    return self._fetch_value(self._cached[id(tensor)][2], param=True).item()
+                    return self._fetch_host_copy(tensor).item()
             return func(*args, **kwargs)  # a host tensor: read it here
-        if torch.Tag.nondeterministic_seeded in func.tags:
+        if op_effects.draws_random(func, args, kwargs):
             return self._run_random(func, args, kwargs)
         with self._lock:
             uploads: dict[int, torch.Tensor] = {}
@@ -330,7 +343,7 @@ class RemoteSession:
                 role, value_id = self._ref(tensor, uploads, staged)
                 by_id[value_id] = tensor
                 reads.append((role, value_id))
-                if role == 'input' and value_id not in inputs:
+                if role == 'input' and value_id not in inputs and not self._held(tensor):
                     inputs.append(value_id)
                 return value_id
 
@@ -377,7 +390,7 @@ class RemoteSession:
                         'freed': self._last_freed,
                     },
                 )
-            self._write_back_inputs(encoded, by_id, inputs)
+            self._write_back_inputs(encoded, by_id)
             return result
 
     def _track_aliases(self, func: Any, args: tuple, kwargs: dict, result: Any) -> None:
@@ -395,12 +408,24 @@ class RemoteSession:
                 self._dirty[id(root)] = root
 
     def _root_of(self, tensor: Any) -> torch.Tensor | None:
-        """Return the registered host tensor ``tensor`` is or views, else None."""
+        """Return the host tensor the server holds that ``tensor`` is or views, else None.
+
+        That is a registered parameter or buffer, or an input of this pass.
+        """
         if isinstance(tensor, RemoteTensor):
             return tensor._host_root
         if self._is_cacheable(tensor) and id(tensor) in self._cached:
             return tensor
+        if isinstance(tensor, torch.Tensor) and self._held(tensor):
+            return tensor
         return None
+
+    def _fetch_host_copy(self, tensor: torch.Tensor) -> torch.Tensor:
+        """Return the server's value of a host tensor it holds (a parameter or an input)."""
+        cached = self._cached.get(id(tensor))
+        if cached is not None and self._is_cacheable(tensor):
+            return self._fetch_value(cached[2], param=True).reshape(tensor.shape)
+        return self._fetch_value(self._pass_inputs[id(tensor)][2]).reshape(tensor.shape)
 
     def _run_random(self, func: Any, args: tuple, kwargs: dict) -> Any:
         """Run an operator that draws random numbers here, on the robot's generator.
@@ -415,9 +440,14 @@ class RemoteSession:
             for target in written:
                 if self._on_host(target):
                     self._undo.append((target, target.detach().clone()))
+            fill = op_effects.is_random_fill(func) and args and not self._on_host(args[0])
             host_args, host_kwargs = pytree.tree_map_only(
-                torch.Tensor, self._host_value, (args, kwargs)
+                torch.Tensor, self._host_value, (args[1:] if fill else args, kwargs)
             )
+            if fill:  # it overwrites all of its tensor: only the sizes are needed here
+                target = args[0]
+                blank = torch.empty_strided(target.shape, target.stride(), dtype=target.dtype)
+                host_args = (blank, *host_args)
             result = func(*host_args, **host_kwargs)
         originals = pytree.tree_leaves((args, kwargs))
         copies = pytree.tree_leaves((host_args, host_kwargs))
@@ -440,7 +470,7 @@ class RemoteSession:
         if isinstance(tensor, RemoteTensor):
             return self._fetch_value(tensor._value_id).reshape(tensor.shape)
         if id(tensor) in self._dirty:
-            return self._fetch_value(self._cached[id(tensor)][2], param=True).reshape(tensor.shape)
+            return self._fetch_host_copy(tensor)
         return tensor
 
     # -- the exchange with the server (RRTO replaces these while it replays) -------------
@@ -470,20 +500,29 @@ class RemoteSession:
             raise RemoteError('the edge server sent no value')
         return value
 
-    def _write_back_inputs(self, encoded: Any, by_id: dict, inputs: list[int]) -> None:
-        """Copy an in-place result on an uploaded host tensor back into that tensor."""
-        if not inputs:
-            return
+    def _held(self, tensor: torch.Tensor) -> bool:
+        """Return True if the server holds ``tensor`` for the rest of the pass."""
+        held = self._pass_inputs.get(id(tensor))
+        return held is not None and held[0]() is tensor
+
+    def _write_back_inputs(self, encoded: Any, by_id: dict) -> None:
+        """Copy an in-place result on an uploaded host tensor back into that tensor.
+
+        Only for inputs the server does not hold for the pass (inference tensors, calls
+        outside a pass): a held one is written back when the pass ends.
+        """
         written = [
             leaf['T']
             for leaf in op_codec.tagged_leaves(encoded, 'T')
-            if leaf['T'] in inputs and isinstance(by_id.get(leaf['T']), torch.Tensor)
+            if self._is_host_input(by_id.get(leaf['T'])) and not self._held(by_id[leaf['T']])
         ]
-        for value_id in written:
+        for value_id in dict.fromkeys(written):
             # The server kept its copy for this (see service.py): fetch it, copy it in.
             value = self._fetch_value(value_id)
-            with _disable_current_modes():
-                by_id[value_id].copy_(value.reshape(by_id[value_id].shape))
+            tensor = by_id[value_id]
+            with _disable_current_modes(), torch.no_grad():
+                self._undo.append((tensor, tensor.detach().clone()))
+                tensor.copy_(value.reshape(tensor.shape))
             self._freed.append(value_id)
 
     # -- internals ----------------------------------------------------------------------
@@ -498,7 +537,12 @@ class RemoteSession:
         a computation and goes to the server, so an image is sent as uint8, not float.
         """
         leaves = pytree.tree_leaves((args, kwargs))
-        if any(isinstance(a, RemoteTensor) or self._is_cacheable(a) for a in leaves):
+        if any(
+            isinstance(a, RemoteTensor)
+            or self._is_cacheable(a)
+            or (isinstance(a, torch.Tensor) and self._held(a))
+            for a in leaves
+        ):
             return None
         result = func(*args, **kwargs)
         storages = {a.untyped_storage().data_ptr() for a in leaves if isinstance(a, torch.Tensor)}
@@ -509,6 +553,14 @@ class RemoteSession:
         ):
             return result
         return None
+
+    def _is_host_input(self, value: Any) -> bool:
+        """Return True for a host tensor that is not a registered parameter or buffer."""
+        return (
+            isinstance(value, torch.Tensor)
+            and not isinstance(value, RemoteTensor)
+            and not self._is_cacheable(value)
+        )
 
     def _is_cacheable(self, value: Any) -> bool:
         if not isinstance(value, torch.Tensor):
@@ -543,18 +595,36 @@ class RemoteSession:
             value_id = self._new_upload(tensor, uploads)
             staged[key] = (weakref.ref(tensor), tensor._version, value_id)
             return 'param_upload', value_id
-        for value_id, queued in uploads.items():
-            if queued is tensor:
-                return 'input', value_id
-        return 'input', self._new_upload(tensor, uploads)
+        held = self._pass_inputs.get(key)
+        if (
+            held is not None
+            and held[0]() is tensor
+            and (key in self._dirty or held[1] == _version(tensor))
+        ):
+            if held[2] in uploads:
+                return 'input', held[2]  # read twice by this call
+            return 'value', held[2]
+        return 'input', self._new_upload(tensor, uploads, hold=True)
 
-    def _new_upload(self, tensor: torch.Tensor, uploads: dict[int, torch.Tensor]) -> int:
+    def _new_upload(
+        self, tensor: torch.Tensor, uploads: dict[int, torch.Tensor], *, hold: bool = False
+    ) -> int:
+        """Queue ``tensor``'s upload; return its id.
+
+        With ``hold`` (a per-pass input inside a pass), the server keeps it until the pass
+        ends and a later read of the same, unchanged tensor names it instead of sending it
+        again.
+        """
         value_id = self._next_id
         self._next_id += 1
         # The wire carries tensors contiguous: upload that form, so what the robot records
         # of an upload (its strides) is what the server holds.
         with _disable_current_modes():
             uploads[value_id] = tensor.detach().contiguous()
+        if hold and self._depth > 0:
+            version = _version(tensor)
+            if version is not None:
+                self._pass_inputs[id(tensor)] = (weakref.ref(tensor), version, value_id)
         return value_id
 
     def _decode_result(self, value: Any, by_id: dict[int, torch.Tensor], created: list) -> Any:

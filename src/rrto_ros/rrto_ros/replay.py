@@ -222,20 +222,6 @@ class ReplaySequence:
                 return index - 1
         return len(self.steps) - 1
 
-    def speculation_end(self, step: int) -> int:
-        """Return the last step the server may run for a robot that needs ``step`` next.
-
-        The server stops at the first host read or sync step from ``step`` on (and the
-        host reads right after it, which change nothing): what the robot does after a
-        value it reads may not be what was recorded.
-        """
-        host = self.next_host_step(step)
-        if host is None:
-            return len(self.steps) - 1
-        while host + 1 < len(self.steps) and self.steps[host + 1]['k'] == FETCH:
-            host += 1
-        return host
-
     def next_host_step(self, step: int) -> int | None:
         """Return the first host read or sync step at or after ``step`` (None: none left)."""
         position = bisect.bisect_left(self.host_steps, step)

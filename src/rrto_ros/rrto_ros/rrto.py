@@ -320,7 +320,7 @@ class RrtoSession(RemoteSession):
         else:
             if current.server_cursor > index or stopped is not None:
                 return
-            until = min(sequence.run_until(index), sequence.speculation_end(index))
+            until = sequence.run_until(index)
             confirmed = index + 1
         request = self._replay_request(until, end, discard, confirmed)
         _, reply = self._send('replay', {}, request)
@@ -339,7 +339,6 @@ class RrtoSession(RemoteSession):
         host_step = sequence.next_host_step(index + 1)
         if host_step is None or until < host_step:
             return  # more uploads are due first; they go together
-        until = min(until, sequence.speculation_end(index + 1))
         tensors = self._replay_request(until, False, None, index + 1)
         self._count_request(tensors)
         self._ahead = _Ahead(self._transport, tensors, self._handoff)

@@ -28,6 +28,7 @@ pass per operator.
 
 from __future__ import annotations
 
+import bisect
 import collections
 import threading
 import time
@@ -178,12 +179,15 @@ class _Pass:
 class _Speculation:
     """The side effects of steps the server ran before the robot got to them.
 
-    The robot answers steps from the record and may leave the recorded path at any of
-    them (a host read flips a branch, Python state differs): steps at or after
-    ``confirmed`` may never happen in the program. Until the robot confirms them, their
-    recorded frees wait and the values they write into (when made before them) keep
-    their old contents here, so that leaving the pass at step ``k`` leaves the server as
-    if it had run only the steps before ``k``.
+    The robot answers steps from the record and may leave the recorded path: where a value
+    it read back decides (a branch on a host read), or, rarely, by Python state alone.
+    Steps at or after ``confirmed`` may never happen in the program. Past a host read the
+    robot has not consumed (the *guard* of a step), the recorded frees wait and the values
+    made before the guard keep their old contents here, so leaving the pass after that
+    read leaves the server as if it had run only the steps before. Before any such read,
+    only Python state can make the program leave; a free applied or a write into a value
+    made ahead there cannot be undone, so leaving across one fails the inference (the
+    launcher and the bridge then run it locally) instead of giving a wrong value.
     """
 
     def __init__(self) -> None:
@@ -191,9 +195,8 @@ class _Speculation:
         self.frees: dict[int, list[int]] = {}  # step -> recorded frees it would apply
         self.undo: list[tuple[int, torch.Tensor, torch.Tensor]] = []  # step, tensor, before
         self.storages: dict[int, int] = {}  # storage -> the unconfirmed step that made it
-        # (maker, writer, op): a write ahead into a value made ahead by an earlier step.
-        # Undoing it would mean running the maker again; leaving the pass between the two
-        # fails the inference instead (the robot then runs it again locally).
+        # (first step, last step, what): side effects undo cannot take back; leaving the
+        # pass at a step in (first, last] loses them.
         self.hazards: list[tuple[int, int, str]] = []
 
     @property
@@ -449,7 +452,12 @@ class OpService:
         spec.hazards = [entry for entry in spec.hazards if entry[1] >= confirmed]
 
     def _rewind(self, confirmed: int | None) -> None:
-        """Undo the writes of the steps from ``confirmed`` on; forget their frees."""
+        """Undo the steps from ``confirmed`` on: their writes, their recorded frees.
+
+        Raises:
+            ExecutorError: one of them had an effect undo cannot take back.
+
+        """
         spec = self._spec
         if confirmed is None:  # an older robot: it cannot say where it left
             confirmed = spec.confirmed
@@ -462,12 +470,20 @@ class OpService:
         self._spec = _Speculation()
         self._spec.confirmed = 1 << 62  # nothing runs ahead until the next pass
         if lost:
-            maker, writer, name = lost[0]
+            _, step, what = lost[0]
             raise ExecutorError(
-                f'replay: the program left the recorded path at step {confirmed}, but the '
-                f'server had already run step {writer} ({name}), which wrote into the value '
-                f'of step {maker}; this inference cannot go on here'
+                f'replay: the program left the recorded path at step {confirmed} by Python '
+                f'state alone, after the server had run step {step} ahead of it ({what}); '
+                'this inference cannot go on on the edge server'
             )
+
+    def _guard(self, current: _Pass, index: int) -> int | None:
+        """Return the last host read or sync step before ``index`` the robot has not had."""
+        host = current.sequence.host_steps
+        position = bisect.bisect_left(host, index) - 1
+        if position >= 0 and host[position] >= self._spec.confirmed:
+            return host[position]
+        return None
 
     def _discard(self, bounds: list[int]) -> None:
         """Release the ids in ``[start, stop)``: what the server replayed past a divergence.
@@ -497,16 +513,19 @@ class OpService:
             return executor.fetch(value.get('T'))
         spec = self._spec
         ahead = index >= spec.confirmed
+        guard = self._guard(current, index) if ahead else None
         if compiled.free:
             # The robot let go of these before this call when it was recorded, and a
             # replayed pass makes the same calls: free them now, so the allocator reuses
             # their memory while it is in cache (the robot's own frees come a pass late).
-            # Ahead of the robot, wait: the program may still leave the recorded path.
+            # Past a host read the robot has not had, wait: it may leave the path there.
             ids = [base + offset for offset in compiled.free]
-            if ahead:
+            if guard is not None:
                 spec.frees.setdefault(index, []).extend(ids)
             else:
                 executor.release(ids)
+                if ahead:
+                    spec.hazards.append((spec.confirmed, index, f'{compiled.name} freed values'))
         for upload, (offset, meta) in enumerate(compiled.uploads):
             held = executor.value(base + offset)
             if tensor_meta(held) != meta:
@@ -518,10 +537,12 @@ class OpService:
         if ahead and compiled.writes:
             for tensor in op_effects.written_tensors(compiled.func, args, kwargs):
                 maker = spec.storages.get(tensor.untyped_storage().data_ptr())
-                if maker is None:  # made before the robot's last confirmed step: keep it
+                if maker is None or (guard is not None and maker <= guard):
+                    # Made before the robot's confirmed step, or before a host read it has
+                    # not had: the program may still need its old contents.
                     spec.undo.append((index, tensor, tensor.clone()))
                 elif maker < index:
-                    spec.hazards.append((maker, index, compiled.name))
+                    spec.hazards.append((maker, index, f'{compiled.name} wrote in place'))
         result = executor.run_op(compiled.func, compiled.name, args, kwargs, compiled.need)
         if ahead and current.writes:
             for leaf in pytree.tree_leaves(result):
@@ -563,4 +584,7 @@ class LoopbackTransport:
             reply_fields, reply_tensors, _ = self.service.handle(op, dict(fields), owned)
         except protocol.ProtocolError as error:
             raise RemoteError(f'{error.code}: {error.message}') from None
-        return reply_fields, reply_tensors
+        # The robot owns what it got, as after a network copy (and not as inference
+        # tensors of the server's: the program may use them with autograd on).
+        with torch.inference_mode(False):
+            return reply_fields, {name: t.clone() for name, t in reply_tensors.items()}

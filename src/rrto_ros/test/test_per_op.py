@@ -116,7 +116,9 @@ def test_conversions_of_inputs_run_on_the_server() -> None:
         contiguous = image.permute(0, 2, 3, 1).contiguous()
     assert isinstance(scaled, RemoteTensor)
     assert isinstance(flat, RemoteTensor)
-    assert [t.dtype for t in sent] == [torch.uint8] * 3
+    # Once: the server holds a pass's input until the pass ends, and the later reads of
+    # the unchanged image name it.
+    assert [t.dtype for t in sent] == [torch.uint8]
     assert torch.equal(scaled.cpu(), image.float() / 255)
     assert torch.equal(flat.cpu(), image.permute(0, 2, 3, 1).reshape(-1))
     assert torch.equal(contiguous.cpu(), image.permute(0, 2, 3, 1).contiguous())

@@ -65,11 +65,9 @@ def test_replay_equals_local_and_needs_few_round_trips(name: str, model_inputs) 
     if name == 'blazepose_people':
         # Its landmark model runs several times per inference (second pass, flip test)
         # between host reads: the repeating unit RRTO finds is one landmark run, replayed
-        # several times per inference, with the glue between them per operator. Each host
-        # read inside a run costs a round trip: the server never runs past a value the
-        # program reads, since what the program does next may not be what was recorded.
+        # several times per inference, with the glue between them per operator.
         assert stats.passes_replayed >= 3, stats
-        assert max(calls[3:]) < per_op_calls / 4, calls
+        assert max(calls[3:]) < per_op_calls / 5, calls
     else:
         # Found after three identical passes; the 4th inference is replayed.
         assert stats.sequences_found == 1, stats
