@@ -92,6 +92,8 @@ from edge_offload.parameter_files import (
 
 _logger = logging.getLogger(__name__)
 _LATENCY_SAMPLES = 256
+# How long ``stop`` waits for calls still running on workers.
+_WORKER_JOIN_S = 5.0
 
 
 @dataclass
@@ -294,6 +296,7 @@ class EdgeServer:
         self._counters = collections.Counter()
         self._throttle = _LogThrottle()
         self._scheduler: FairScheduler[_QueuedCall] | None = None
+        self._workers: list[threading.Thread] = []
         self._context: zmq.Context | None = None
         self._socket: zmq.Socket | None = None
         self._monitor: zmq.Socket | None = None
@@ -358,13 +361,17 @@ class EdgeServer:
         self._wake_reader.setblocking(False)
         self._wake_writer.setblocking(False)
         self._scheduler = FairScheduler(config.worker_threads, config.max_inflight_per_key)
-        for index in range(config.worker_threads):
+        self._workers = [
             threading.Thread(
                 target=self._worker_loop,
                 args=(self._scheduler,),
                 name=f'edge-server-worker-{index}',
                 daemon=True,
-            ).start()
+            )
+            for index in range(config.worker_threads)
+        ]
+        for worker in self._workers:
+            worker.start()
         self._stopping.clear()
         self._failure = None
         self._started_at = time.monotonic()
@@ -389,7 +396,8 @@ class EdgeServer:
         self._thread.join(timeout=1.0)
         self._thread = None
         # Queued calls are dropped; one already running (a model on a worker) cannot be
-        # interrupted and is not waited for: its reply has nowhere to go.
+        # interrupted: its reply has nowhere to go, but it is waited for (a while) below,
+        # since a process that exits with a thread inside a torch kernel aborts.
         if self._scheduler is not None:
             self._scheduler.close()
             self._scheduler = None
@@ -412,6 +420,18 @@ class EdgeServer:
         if self._context is not None:
             self._context.term()
             self._context = None
+        deadline = time.monotonic() + _WORKER_JOIN_S
+        for worker in self._workers:
+            worker.join(timeout=max(0.0, deadline - time.monotonic()))
+        busy = sum(worker.is_alive() for worker in self._workers)
+        self._workers = []
+        if busy:
+            _logger.warning(
+                'edge server %s stopped with %d call(s) still running after %.0f s',
+                self.config.server_id,
+                busy,
+                _WORKER_JOIN_S,
+            )
         _logger.info('edge server %s stopped', self.config.server_id)
 
     def restart(self) -> str:

@@ -9,18 +9,29 @@ server, and the outputs are fetched at the end (host reads). Server half: one
 
 One session serves every request of a mode, one request at a time: RRTO expects one
 steady operator stream (spec 3.8), so a bridge that alternates models keeps recording.
-After any failure the session is dropped and the next request starts a fresh one (the
-server forgets the old values); the offloader runs the failed request locally.
+After any failure the pass's writes into the model's tensors are undone, the session is
+dropped and the next request starts a fresh one (the server forgets the old values); the
+offloader runs the failed request locally. A session whose connection was lost between
+requests (a server killed or restarted, a session the server expired) is dropped too:
+the first request after the reconnect starts afresh instead of failing on values the
+server no longer has.
+
+Both halves load what PyTorch loads lazily on first use when they are created (the
+robot's first dispatched operator imports ``torch._dynamo``, the server's first Python
+meta kernel ``torch._dynamo`` and sympy: about a second each): otherwise the first request
+after the bridge or a server (re)started would miss its deadline.
 """
 
 from __future__ import annotations
 
+import importlib
 import threading
 import time
 from typing import Any, ClassVar
 
 import torch
 
+from edge_offload.connection_state import ConnectionState
 from edge_offload.modes.base import (
     InferenceRequest,
     InferenceResult,
@@ -92,6 +103,19 @@ class PerOpMode(OffloadMode):
         self._lock = threading.Lock()
         self._exchange = _Exchange(self)
         self.session: RemoteSession | None = None
+        # Bumped whenever the connection leaves CONNECTED: the server's half of the
+        # session may be gone (a new server, an expired session). A session made before
+        # the latest bump is not used again.
+        self._connection_epoch = 0
+        self._session_epoch = 0
+        if context.client is not None:
+            context.client.add_state_listener(self._on_connection_state)
+        _load_dispatch_machinery()
+
+    def _on_connection_state(self, state: ConnectionState, reason: str) -> None:
+        # The client's I/O thread: no lock here, ``infer`` may hold it waiting for a reply.
+        if state is not ConnectionState.CONNECTED:
+            self._connection_epoch += 1
 
     def _new_session(self) -> RemoteSession:
         session = self.session_class(self._exchange)
@@ -108,9 +132,12 @@ class PerOpMode(OffloadMode):
             self._exchange.request = request
             self._exchange.stats = InferenceStats()
             request.report(Stage.SERVER_COMPUTE)
+            session = None
             try:
-                if self.session is None:
+                epoch = self._connection_epoch  # before the reset: a later loss drops it
+                if self.session is None or self._session_epoch != epoch:
                     self.session = self._new_session()
+                    self._session_epoch = epoch
                 session = self.session
                 session.register_module(model.module)
                 with session.active():
@@ -120,18 +147,28 @@ class PerOpMode(OffloadMode):
                     for name, value in remote_outputs.items()
                 }
             except OffloadError:
-                self.session = None  # the server's values may not match ours any more
+                self._drop(session)
                 raise
             except (RemoteError, OpCodecError, RuntimeError, ValueError) as error:
-                self.session = None
+                self._drop(session)
                 raise OffloadError(f'{self.name}: {error}') from error
             finally:
                 self._exchange.request = None
+            session.commit()  # the pass's writes into host tensors stand
             stats = self._exchange.stats
             stats.total_time_s = time.monotonic() - started
             stats.local_compute_time_s = max(0.0, stats.total_time_s - stats.server_compute_time_s)
             request.report(Stage.DOWNLOADING, stats.bytes_up, stats.bytes_down)
             return InferenceResult(outputs=outputs, mode=self.name, stats=stats)
+
+    def _drop(self, session: RemoteSession | None) -> None:
+        """Forget the session after a failure and undo its pass's writes to host tensors.
+
+        The offloader runs the request locally next, on the module state from before.
+        """
+        self.session = None  # the server's values may not match ours any more
+        if session is not None:
+            session.rollback()
 
     def close(self) -> None:
         """Forget the session (the server drops it when the connection goes)."""
@@ -150,6 +187,24 @@ def _device() -> str:
     return 'cuda' if torch.cuda.is_available() else 'cpu'
 
 
+def _load_dispatch_machinery() -> None:
+    """Import what the first ``__torch_dispatch__`` call would (about a second).
+
+    PyTorch wraps a dispatch mode's handler in ``torch._disable_dynamo``, which imports
+    ``torch._dynamo`` the first time it runs: the first offloaded operator, else.
+    """
+    importlib.import_module('torch._dynamo')
+
+
+def _load_meta_kernels() -> None:
+    """Load PyTorch's Python meta kernels now, not on a robot's first operator.
+
+    The executor sizes results on the meta device; the first operator with a Python meta
+    kernel (``mean``, say) imports ``torch._dynamo`` and sympy, about a second.
+    """
+    torch.ops.aten.mean.dim(torch.empty(1, 1, device='meta'), [1])
+
+
 class PerOpServerMode(ServerMode):
     """Server half of ``per_op``: one ``OpService`` per robot session."""
 
@@ -158,6 +213,7 @@ class PerOpServerMode(ServerMode):
     def __init__(self, context: ServerModeContext) -> None:
         super().__init__(context)
         self.device = _device()
+        _load_meta_kernels()
 
     def open_session(self, session_id: str) -> OpService:
         """Return a fresh value table for ``session_id``."""
