@@ -209,6 +209,10 @@ class ModuleOffloader:
         self._original: Callable[..., Any] | None = None
         self._unavailable_reason = 'edge server not connected'
         self._fresh = False
+        # Bumped when the connection is lost: a session opened before may have lost its
+        # server half (a restarted server), so the next inference opens a fresh one.
+        self._connection_epoch = 0
+        self._session_epoch = 0
 
     # -- installing ---------------------------------------------------------------------
 
@@ -295,10 +299,21 @@ class ModuleOffloader:
             return self._unavailable_reason
         return ''
 
+    def connection_lost(self) -> None:
+        """Note that the connection dropped (the client's state listener calls this).
+
+        Safe from any thread: it only bumps a counter the next inference reads.
+        """
+        self._connection_epoch += 1
+
     def _session(self) -> RemoteSession:
+        epoch = self._connection_epoch  # before the reset: a later loss drops it again
+        if self.session is not None and self._session_epoch != epoch:
+            self.session = None
         self._fresh = self.session is None
         if self.session is None:
             self.session = self._open_session()
+            self._session_epoch = epoch
             self.summary.sessions += 1
         return self.session
 

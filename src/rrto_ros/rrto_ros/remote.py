@@ -272,17 +272,16 @@ class RemoteSession:
     def _handles_in_modules(self) -> list[tuple[dict, str, RemoteTensor]]:
         """Return (table, name, handle) for each handle held by a registered module."""
         found = []
+        remote = RemoteTensor
         for owner in list(self._registered.values()):
             module = owner()
             if module is None:
                 continue
-            for sub in module.modules():
+            for sub in module.modules():  # every pass: keep this loop tight
                 for table in (sub._parameters, sub._buffers, sub.__dict__):
-                    found.extend(
-                        (table, name, value)
-                        for name, value in table.items()
-                        if isinstance(value, RemoteTensor) and value._session is self
-                    )
+                    for name, value in table.items():
+                        if type(value) is remote and value._session is self:
+                            found.append((table, name, value))
         return found
 
     def rollback(self) -> None:
@@ -390,7 +389,8 @@ class RemoteSession:
                         'freed': self._last_freed,
                     },
                 )
-            self._write_back_inputs(encoded, by_id)
+            if op_effects.writes_anything(func):
+                self._write_back_inputs(encoded, by_id)
             return result
 
     def _track_aliases(self, func: Any, args: tuple, kwargs: dict, result: Any) -> None:

@@ -202,6 +202,11 @@ def main(argv: list[str] | None = None) -> int:
             fallback=not args.no_fallback,
             retry_refused_s=args.retry_refused_s,
         )
+        client.add_state_listener(
+            lambda state, reason: (
+                offloader.connection_lost() if state is not ConnectionState.CONNECTED else None
+            )
+        )
         saved_argv = sys.argv
         sys.argv = [str(args.script), *args.args]
         status = 0

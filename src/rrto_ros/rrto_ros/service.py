@@ -195,8 +195,8 @@ class _Speculation:
         self.frees: dict[int, list[int]] = {}  # step -> recorded frees it would apply
         self.undo: list[tuple[int, torch.Tensor, torch.Tensor]] = []  # step, tensor, before
         self.storages: dict[int, int] = {}  # storage -> the unconfirmed step that made it
-        # (first step, last step, what): side effects undo cannot take back; leaving the
-        # pass at a step in (first, last] loses them.
+        # (first step, last step, operator): side effects undo cannot take back (a free,
+        # a write into a value made ahead); leaving the pass in (first, last] loses them.
         self.hazards: list[tuple[int, int, str]] = []
 
     @property
@@ -470,11 +470,11 @@ class OpService:
         self._spec = _Speculation()
         self._spec.confirmed = 1 << 62  # nothing runs ahead until the next pass
         if lost:
-            _, step, what = lost[0]
+            _, step, name = lost[0]
             raise ExecutorError(
                 f'replay: the program left the recorded path at step {confirmed} by Python '
-                f'state alone, after the server had run step {step} ahead of it ({what}); '
-                'this inference cannot go on on the edge server'
+                f'state alone, after the server had run step {step} ({name}) ahead of it, '
+                'which freed or wrote into a value; this inference cannot go on here'
             )
 
     def _guard(self, current: _Pass, index: int) -> int | None:
@@ -525,7 +525,7 @@ class OpService:
             else:
                 executor.release(ids)
                 if ahead:
-                    spec.hazards.append((spec.confirmed, index, f'{compiled.name} freed values'))
+                    spec.hazards.append((spec.confirmed, index, compiled.name))
         for upload, (offset, meta) in enumerate(compiled.uploads):
             held = executor.value(base + offset)
             if tensor_meta(held) != meta:
@@ -542,7 +542,7 @@ class OpService:
                     # not had: the program may still need its old contents.
                     spec.undo.append((index, tensor, tensor.clone()))
                 elif maker < index:
-                    spec.hazards.append((maker, index, f'{compiled.name} wrote in place'))
+                    spec.hazards.append((maker, index, compiled.name))
         result = executor.run_op(compiled.func, compiled.name, args, kwargs, compiled.need)
         if ahead and current.writes:
             for leaf in pytree.tree_leaves(result):

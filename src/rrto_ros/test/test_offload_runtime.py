@@ -113,6 +113,7 @@ def test_every_inference_is_answered_and_equal_through_faults(mode: str) -> None
                 link.connected = False
             elif fault == 'restarted':
                 link.restart()
+                offloader.connection_lost()  # what the client's state listener says
             elif fault == 'drop at once':
                 link.fail_after = 0
             elif index == 17:
@@ -191,3 +192,22 @@ def test_errors_reach_the_program_without_fallback() -> None:
     offloader = ModuleOffloader(lambda: RemoteSession(link), fallback=False)
     with offloader, pytest.raises(ServerUnavailableError):
         nn.Linear(2, 2)(torch.ones(1, 2))
+
+
+def test_a_server_restart_between_inferences_costs_no_local_inference() -> None:
+    # The client reports the lost connection: the next inference opens a fresh session
+    # at once instead of failing on values the new server does not have.
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+    with torch.no_grad():
+        expected = [model(_input(index)) for index in range(6)]
+    link, records = Link(), []
+    with _offloader(link, 'rrto', records) as offloader:
+        for index in range(6):
+            if index == 3:
+                link.restart()
+                offloader.connection_lost()
+            with torch.no_grad():
+                assert torch.equal(model(_input(index)), expected[index])
+    assert [r.where for r in records] == [EDGE] * 6, records
+    assert offloader.summary.sessions == 2
