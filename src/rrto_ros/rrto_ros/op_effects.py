@@ -42,6 +42,9 @@ _UNMARKED_WRITES: dict[str, Callable[[tuple, dict], tuple[int, ...]]] = {
 _DROPOUT_ARGUMENTS = ('dropout_p', 'dropout', 'p')
 
 
+# Operator -> whether it carries the ``nondeterministic_seeded`` tag (per overload).
+_SEEDED: dict[Any, bool] = {}
+
 # Operator -> positions of the arguments its schema marks as written (per overload).
 _MARKED: dict[Any, tuple[int, ...]] = {}
 
@@ -57,16 +60,29 @@ def _marked(func: Any) -> tuple[int, ...]:
     return positions
 
 
-def written_tensors(func: Any, args: tuple | list, kwargs: dict) -> list[torch.Tensor]:
-    """Return the tensors in ``func``'s arguments that it writes into."""
-    schema = func._schema
+def write_positions(func: Any, args: tuple | list, kwargs: dict) -> tuple[int, ...]:
+    """Return the positions of the arguments this call of ``func`` writes into.
+
+    Only the non-tensor arguments are read (a ``training`` flag), so a compiled call
+    with placeholders for its tensors gives its positions once.
+    """
     marked = _marked(func)
-    unmarked = _UNMARKED_WRITES.get(schema.name)
-    if not marked and unmarked is None:
+    unmarked = _UNMARKED_WRITES.get(func._schema.name)
+    if unmarked is None:
+        return marked
+    return marked + unmarked(tuple(args), kwargs)
+
+
+def written_tensors(
+    func: Any, args: tuple | list, kwargs: dict, positions: tuple[int, ...] | None = None
+) -> list[torch.Tensor]:
+    """Return the tensors in ``func``'s arguments that it writes into (at ``positions``)."""
+    if positions is None:
+        positions = write_positions(func, args, kwargs)
+    if not positions:
         return []
-    found = [_argument(schema, position, args, kwargs) for position in marked]
-    if unmarked is not None:
-        found.extend(_argument(schema, i, args, kwargs) for i in unmarked(tuple(args), kwargs))
+    schema = func._schema
+    found = [_argument(schema, position, args, kwargs) for position in positions]
     tensors = []
     for value in found:
         for item in value if isinstance(value, list | tuple) else (value,):
@@ -82,7 +98,10 @@ def draws_random(func: Any, args: tuple | list, kwargs: dict) -> bool:
     ``bernoulli_``, but also attention, RNNs and dropout, which draw only with a dropout
     probability above 0 (and, where they take one, a ``train`` flag set).
     """
-    if torch.Tag.nondeterministic_seeded not in func.tags:
+    seeded = _SEEDED.get(func)
+    if seeded is None:
+        seeded = _SEEDED[func] = torch.Tag.nondeterministic_seeded in func.tags
+    if not seeded:
         return False
     schema = func._schema
     names = [argument.name for argument in schema.arguments]

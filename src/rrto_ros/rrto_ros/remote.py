@@ -271,18 +271,21 @@ class RemoteSession:
 
     def _handles_in_modules(self) -> list[tuple[dict, str, RemoteTensor]]:
         """Return (table, name, handle) for each handle held by a registered module."""
-        found = []
         remote = RemoteTensor
-        for owner in list(self._registered.values()):
-            module = owner()
-            if module is None:
-                continue
-            for sub in module.modules():  # every pass: keep this loop tight
-                for table in (sub._parameters, sub._buffers, sub.__dict__):
-                    for name, value in table.items():
-                        if type(value) is remote and value._session is self:
-                            found.append((table, name, value))
-        return found
+        modules = [
+            sub
+            for owner in list(self._registered.values())
+            if owner()
+            for sub in owner().modules()
+        ]
+        # Every pass, over every submodule: one comprehension, no calls per attribute.
+        return [
+            (table, name, value)
+            for sub in modules
+            for table in (sub._parameters, sub._buffers, sub.__dict__)
+            for name, value in table.items()
+            if type(value) is remote and value._session is self
+        ]
 
     def rollback(self) -> None:
         """Undo this pass's writes into host tensors (after a failed pass)."""
@@ -389,8 +392,8 @@ class RemoteSession:
                         'freed': self._last_freed,
                     },
                 )
-            if op_effects.writes_anything(func):
-                self._write_back_inputs(encoded, by_id)
+            if inputs and op_effects.writes_anything(func):
+                self._write_back_inputs(encoded, by_id, inputs)
             return result
 
     def _track_aliases(self, func: Any, args: tuple, kwargs: dict, result: Any) -> None:
@@ -400,8 +403,12 @@ class RemoteSession:
         that writes into either (the schema says which arguments it writes) leaves the
         server's value newer than the host's until the pass ends.
         """
-        if func.is_view and isinstance(result, RemoteTensor) and args:
-            result._host_root = self._root_of(args[0])
+        if func.is_view:
+            if isinstance(result, RemoteTensor) and args:
+                result._host_root = self._root_of(args[0])
+            return
+        if not op_effects.writes_anything(func):
+            return
         for tensor in op_effects.written_tensors(func, args, kwargs):
             root = self._root_of(tensor)
             if root is not None:
@@ -505,16 +512,14 @@ class RemoteSession:
         held = self._pass_inputs.get(id(tensor))
         return held is not None and held[0]() is tensor
 
-    def _write_back_inputs(self, encoded: Any, by_id: dict) -> None:
+    def _write_back_inputs(self, encoded: Any, by_id: dict, inputs: list[int]) -> None:
         """Copy an in-place result on an uploaded host tensor back into that tensor.
 
         Only for inputs the server does not hold for the pass (inference tensors, calls
         outside a pass): a held one is written back when the pass ends.
         """
         written = [
-            leaf['T']
-            for leaf in op_codec.tagged_leaves(encoded, 'T')
-            if self._is_host_input(by_id.get(leaf['T'])) and not self._held(by_id[leaf['T']])
+            leaf['T'] for leaf in op_codec.tagged_leaves(encoded, 'T') if leaf['T'] in inputs
         ]
         for value_id in dict.fromkeys(written):
             # The server kept its copy for this (see service.py): fetch it, copy it in.
@@ -553,14 +558,6 @@ class RemoteSession:
         ):
             return result
         return None
-
-    def _is_host_input(self, value: Any) -> bool:
-        """Return True for a host tensor that is not a registered parameter or buffer."""
-        return (
-            isinstance(value, torch.Tensor)
-            and not isinstance(value, RemoteTensor)
-            and not self._is_cacheable(value)
-        )
 
     def _is_cacheable(self, value: Any) -> bool:
         if not isinstance(value, torch.Tensor):

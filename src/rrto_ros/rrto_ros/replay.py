@@ -270,6 +270,13 @@ class ReplaySequence:
         return cls(sequence_id, steps, ids)
 
 
+def result_offsets(result: Any) -> list[int]:
+    """Return the pass-relative ids of the new values in a recorded result."""
+    found: list[int] = []
+    _map_ids(result, lambda tag, value_id: None, lambda value_id, meta: found.append(value_id))
+    return found
+
+
 def _relative_ids(step: dict) -> list[int]:
     """Return the pass-relative ids a step makes or reads."""
     found: list[int] = []

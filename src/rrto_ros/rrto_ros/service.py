@@ -35,7 +35,6 @@ import time
 from typing import Any
 
 import torch
-from torch.utils import _pytree as pytree
 
 from edge_offload import protocol
 from edge_offload.protocol import TORCH_DTYPES
@@ -121,8 +120,22 @@ class _CompiledStep:
             if offset != self.first:
                 raise replay.SequenceError(f'{self.name}: result id is not the first id')
         self.need: int | None = None  # bytes of new results, from the first run
-        # Whether the operator may write into an argument (then ``written`` says which).
-        self.writes = op_effects.writes_anything(self.func)
+        # The slots of the arguments it writes into: fixed for the step (its ``training``
+        # flag included), so found once.
+        positions = op_effects.write_positions(self.func, self.args, self.kwargs)
+        schema_arguments = self.func._schema.arguments
+        self.written_slots = [
+            slot.index
+            for position in positions
+            for slot in _slots(
+                self.args[position]
+                if position < len(self.args) and not schema_arguments[position].kwarg_only
+                else self.kwargs.get(schema_arguments[position].name)
+            )
+        ]
+        self.writes = bool(self.written_slots)
+        # The step that made each of those values' storage (None: older than the pass).
+        self.writers_made: list[int | None] = []
 
     def call(self, executor: OpExecutor, base: int) -> tuple[list, dict, list[torch.Tensor]]:
         """Return the arguments for a pass starting at ``base`` and the values they hold."""
@@ -158,12 +171,45 @@ class _CompiledStep:
         )
 
 
+def _slots(node: Any) -> list[_Slot]:
+    if isinstance(node, _Slot):
+        return [node]
+    if isinstance(node, list | tuple):
+        return [slot for item in node for slot in _slots(item)]
+    return []
+
+
 def _compile(sequence: replay.ReplaySequence, device: torch.device) -> list:
-    """Return a sequence's steps compiled (exec) or as they are (fetch)."""
-    return [
+    """Return a sequence's steps compiled (exec) or as they are (fetch).
+
+    Each compiled step that writes in place learns, for each value it writes into, the
+    step that made its storage (a view's is its base's; None: older than the pass).
+    """
+    compiled = [
         _CompiledStep(step, device) if step['k'] == replay.EXEC else step
         for step in sequence.steps
     ]
+    made: dict[int, int] = {}  # pass-relative id -> the step that made its storage
+    for index, step in enumerate(compiled):
+        if not isinstance(step, _CompiledStep):
+            continue
+        for offset in step.step['uploads']:
+            made[offset] = index
+        if step.writes:
+            step.writers_made = [
+                made.get(step.refs[slot][1]) if step.refs[slot][0] else None
+                for slot in step.written_slots
+            ]
+        maker: int | None = index
+        if step.func.is_view and 0 in step.arg_slots:  # a view of its first argument
+            relative, value_id = step.refs[0]
+            maker = made.get(value_id) if relative else None
+        for offset in replay.result_offsets(step.step['result']):
+            if maker is None:
+                made.pop(offset, None)
+            else:
+                made[offset] = maker
+    return compiled
 
 
 class _Pass:
@@ -172,8 +218,6 @@ class _Pass:
         self.compiled = compiled
         self.base = base
         self.cursor = 0
-        # Whether any step writes in place: only then are storages followed for undo.
-        self.writes = any(isinstance(c, _CompiledStep) and c.writes for c in compiled)
 
 
 class _Speculation:
@@ -194,7 +238,6 @@ class _Speculation:
         self.confirmed = 0  # steps before this one happened in the program
         self.frees: dict[int, list[int]] = {}  # step -> recorded frees it would apply
         self.undo: list[tuple[int, torch.Tensor, torch.Tensor]] = []  # step, tensor, before
-        self.storages: dict[int, int] = {}  # storage -> the unconfirmed step that made it
         # (first step, last step, operator): side effects undo cannot take back (a free,
         # a write into a value made ahead); leaving the pass in (first, last] loses them.
         self.hazards: list[tuple[int, int, str]] = []
@@ -441,9 +484,6 @@ class OpService:
         if confirmed <= spec.confirmed:
             return
         spec.confirmed = confirmed
-        current = self._pass
-        if current is None or confirmed >= current.cursor:
-            spec.storages.clear()  # nothing runs ahead of the robot now
         if spec.empty:
             return
         for index in [i for i in spec.frees if i < confirmed]:
@@ -513,7 +553,9 @@ class OpService:
             return executor.fetch(value.get('T'))
         spec = self._spec
         ahead = index >= spec.confirmed
-        guard = self._guard(current, index) if ahead else None
+        guard = (
+            self._guard(current, index) if ahead and (compiled.free or compiled.writes) else None
+        )
         if compiled.free:
             # The robot let go of these before this call when it was recorded, and a
             # replayed pass makes the same calls: free them now, so the allocator reuses
@@ -535,19 +577,18 @@ class OpService:
             compiled.need, _ = executor.output_size(compiled.func, args, kwargs)
         inputs = [base + offset for offset in compiled.inputs]
         if ahead and compiled.writes:
-            for tensor in op_effects.written_tensors(compiled.func, args, kwargs):
-                maker = spec.storages.get(tensor.untyped_storage().data_ptr())
-                if maker is None or (guard is not None and maker <= guard):
+            for slot, maker in zip(compiled.written_slots, compiled.writers_made, strict=True):
+                if (
+                    maker is None
+                    or maker < spec.confirmed
+                    or (guard is not None and maker <= guard)
+                ):
                     # Made before the robot's confirmed step, or before a host read it has
                     # not had: the program may still need its old contents.
-                    spec.undo.append((index, tensor, tensor.clone()))
+                    spec.undo.append((index, values[slot], values[slot].clone()))
                 elif maker < index:
                     spec.hazards.append((maker, index, compiled.name))
         result = executor.run_op(compiled.func, compiled.name, args, kwargs, compiled.need)
-        if ahead and current.writes:
-            for leaf in pytree.tree_leaves(result):
-                if isinstance(leaf, torch.Tensor):
-                    spec.storages.setdefault(leaf.untyped_storage().data_ptr(), index)
         if compiled.answers_single(result, values):
             executor.store(base + compiled.first, result)
             executor.release(inputs)
