@@ -248,7 +248,7 @@ class ModuleOffloader:
                 try:
                     session = self._session()
                 except Exception as error:  # noqa: BLE001 - any failure means: run here
-                    reason = self._failed(error, None, module, fresh=True)
+                    reason = self._failed(error, module, fresh=True)
             if session is not None:
                 record_from = (session.stats.copy(), _replayed(session))
                 saved = _ModuleState(module)
@@ -258,7 +258,7 @@ class ModuleOffloader:
                 except Exception as error:
                     session.rollback()
                     saved.restore()
-                    reason = self._failed(error, session, module, fresh=fresh)
+                    reason = self._failed(error, module, fresh=fresh)
                     if not self.fallback:
                         raise
                 else:
@@ -317,9 +317,7 @@ class ModuleOffloader:
             self.summary.sessions += 1
         return self.session
 
-    def _failed(
-        self, error: BaseException, session: RemoteSession | None, module: nn.Module, fresh: bool
-    ) -> str:
+    def _failed(self, error: BaseException, module: nn.Module, fresh: bool) -> str:
         """Drop the session after ``error``; return why the inference runs locally."""
         self.session = None  # its server values may not be what the robot thinks
         text = _describe(error)
