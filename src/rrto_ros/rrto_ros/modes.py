@@ -16,10 +16,12 @@ requests (a server killed or restarted, a session the server expired) is dropped
 the first request after the reconnect starts afresh instead of failing on values the
 server no longer has.
 
-Both halves load what PyTorch loads lazily on first use when they are created (the
-robot's first dispatched operator imports ``torch._dynamo``, the server's first Python
-meta kernel ``torch._dynamo`` and sympy: about a second each): otherwise the first request
-after the bridge or a server (re)started would miss its deadline.
+The robot half loads what PyTorch loads lazily on first use (the first dispatched
+operator imports ``torch._dynamo``, about a second) in a thread when the mode is created,
+so the first request does not miss its deadline. The server half does not: its first
+Python meta kernel costs as much, but warming it up at start or when a robot connects
+delayed the server's nnto requests after a restart by as long (measured in the two-machine
+launch test); the first per_op or rrto request after a server (re)start pays it.
 """
 
 from __future__ import annotations
@@ -110,7 +112,7 @@ class PerOpMode(OffloadMode):
         self._session_epoch = 0
         if context.client is not None:
             context.client.add_state_listener(self._on_connection_state)
-        _load_dispatch_machinery()
+        _warm_up(_load_dispatch_machinery)
 
     def _on_connection_state(self, state: ConnectionState, reason: str) -> None:
         # The client's I/O thread: no lock here, ``infer`` may hold it waiting for a reply.
@@ -187,6 +189,15 @@ def _device() -> str:
     return 'cuda' if torch.cuda.is_available() else 'cpu'
 
 
+def _warm_up(load: Any) -> None:
+    """Run ``load`` in a thread, not in the way of the server's or bridge's start.
+
+    Their other modes (nnto) must not serve a second later for it; a first request that
+    needs it meanwhile waits on Python's import lock.
+    """
+    threading.Thread(target=load, name='rrto-warm-up', daemon=True).start()
+
+
 def _load_dispatch_machinery() -> None:
     """Import what the first ``__torch_dispatch__`` call would (about a second).
 
@@ -194,15 +205,6 @@ def _load_dispatch_machinery() -> None:
     ``torch._dynamo`` the first time it runs: the first offloaded operator, else.
     """
     importlib.import_module('torch._dynamo')
-
-
-def _load_meta_kernels() -> None:
-    """Load PyTorch's Python meta kernels now, not on a robot's first operator.
-
-    The executor sizes results on the meta device; the first operator with a Python meta
-    kernel (``mean``, say) imports ``torch._dynamo`` and sympy, about a second.
-    """
-    torch.ops.aten.mean.dim(torch.empty(1, 1, device='meta'), [1])
 
 
 class PerOpServerMode(ServerMode):
@@ -213,7 +215,6 @@ class PerOpServerMode(ServerMode):
     def __init__(self, context: ServerModeContext) -> None:
         super().__init__(context)
         self.device = _device()
-        _load_meta_kernels()
 
     def open_session(self, session_id: str) -> OpService:
         """Return a fresh value table for ``session_id``."""
