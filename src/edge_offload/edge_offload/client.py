@@ -24,6 +24,15 @@ that stays silent for ``liveness_timeout_s`` fails every pending call at once wi
 immediately instead of waiting for timeouts. A transport that stays up while HELLOs get
 no answer is replaced. Messages are never queued for a server that is not connected
 (``ZMQ_IMMEDIATE``), so nothing stale is sent after a reconnect.
+
+Request timing (``set_request_timing``): a ``RequestTiming`` object can choose the time
+limit of each call submitted without one (instead of ``request_timeout_s``) and is told
+the round trip (sent to received) of every successful reply, on the I/O thread. That
+includes late replies: the server keeps computing a call the client has given up on and
+answers it, so the client remembers the last ``_MAX_GAVE_UP`` expired calls and reports
+their replies with ``late=True`` (otherwise dropped, as before). A server slower than the
+limit is measured that way, and the limit can grow to fit it. Calls that were cancelled,
+or that were pending when the connection failed, are not remembered.
 """
 
 from __future__ import annotations
@@ -39,7 +48,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
 import zmq
@@ -79,6 +88,7 @@ _REQUEST_ERRORS = {
 _CANCEL_POLL_S = 0.02
 _MAX_WAIT_S = 60.0  # one wait at most (Event.wait refuses very long timeouts)
 _BYE_LINGER_MS = 200  # after BYE the socket waits this long at most for it to leave
+_MAX_GAVE_UP = 256  # expired calls whose late replies are still measured
 
 
 @dataclass
@@ -134,6 +144,21 @@ class CallReply:
     elapsed_s: float
 
 
+class RequestTiming(Protocol):
+    """Chooses the time limit of calls submitted without one and learns from replies.
+
+    ``edge_offload.request_timeout.RequestTimeouts`` is one.
+    """
+
+    def timeout_for_call(self, mode: str, op: str, fields: Mapping[str, Any]) -> float:
+        """Return the time limit (s, > 0) of a call submitted without ``timeout_s``."""
+
+    def record_call(
+        self, mode: str, op: str, fields: Mapping[str, Any], seconds: float, *, late: bool
+    ) -> None:
+        """Take the round trip of a successful reply (``late``: after the call expired)."""
+
+
 @dataclass
 class _PendingCall:
     frames: list
@@ -146,6 +171,20 @@ class _PendingCall:
     handed_off: threading.Event | None = None
     # Another call shared the link during this one: its timing says little about bandwidth.
     overlapped: bool = False
+    # What was asked (for request timing): the server mode, its op and the call's fields.
+    mode: str = ''
+    op: str = ''
+    args: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class _GaveUp:
+    """A call that expired after it was sent: its reply may still come, late."""
+
+    mode: str
+    op: str
+    args: Mapping[str, Any]
+    sent_at: float
 
 
 StateListener = Callable[[ConnectionState, str], None]
@@ -278,6 +317,9 @@ class EdgeClient:
         self._lock = threading.Lock()
         self._outbox: collections.deque[tuple[int, list]] = collections.deque()
         self._pending: dict[int, _PendingCall] = {}
+        # Expired calls whose late replies are measured, oldest first (bounded).
+        self._gave_up: collections.OrderedDict[int, _GaveUp] = collections.OrderedDict()
+        self._timing: RequestTiming | None = None
         self._next_deadline = math.inf  # earliest deadline of a pending call (or later)
         self._ids = itertools.count(1)
         self._state = ConnectionState.CONNECTING
@@ -332,6 +374,14 @@ class EdgeClient:
         with self._lock:
             return len(self._pending)
 
+    def set_request_timing(self, timing: RequestTiming | None) -> None:
+        """Let ``timing`` choose the limit of calls without one and measure replies.
+
+        ``None`` goes back to ``request_timeout_s`` for every call.
+        """
+        with self._lock:
+            self._timing = timing
+
     def add_state_listener(self, listener: StateListener) -> None:
         """Call ``listener(state, reason)`` on the I/O thread at every state change."""
         with self._lock:
@@ -361,9 +411,10 @@ class EdgeClient:
         """Queue one CALL to ``mode``'s server half and return its future at once.
 
         Calls submitted from one thread are sent in that order. The call fails with
-        ``DeadlineMissedError`` if no reply came within ``timeout_s`` (default:
-        request_timeout_s), whether or not anyone waits for it. ``handed_off`` is set once
-        the request has left this process's Python code (passed to the socket, or failed).
+        ``DeadlineMissedError`` if no reply came within ``timeout_s`` (default: what the
+        request timing chooses, else request_timeout_s), whether or not anyone waits for
+        it. ``handed_off`` is set once the request has left this process's Python code
+        (passed to the socket, or failed).
 
         Raises:
             ServerUnavailableError: not connected.
@@ -386,9 +437,11 @@ class EdgeClient:
         timeout_s: float | None,
         handed_off: threading.Event | None,
     ) -> CallFuture:
-        timeout_s = self.config.request_timeout_s if timeout_s is None else timeout_s
+        args = dict(fields or {})
+        if timeout_s is None:
+            timeout_s = self._default_timeout_s(mode, op, args)
         self._check_connected()
-        body = {'mode': mode, 'op': op, 'args': dict(fields or {})}
+        body = {'mode': mode, 'op': op, 'args': args}
         request_id = next(self._ids)
         frames = protocol.encode(
             protocol.Message(protocol.CALL, request_id, body, dict(tensors or {}))
@@ -416,6 +469,9 @@ class EdgeClient:
                 future=future,
                 deadline=deadline,
                 handed_off=handed_off,
+                mode=mode,
+                op=op,
+                args=args,
             )
             if self._pending:
                 pending.overlapped = True
@@ -426,6 +482,15 @@ class EdgeClient:
             self._outbox.append((request_id, frames))
         self._wake()
         return future
+
+    def _default_timeout_s(self, mode: str, op: str, args: Mapping[str, Any]) -> float:
+        with self._lock:
+            timing = self._timing
+        if timing is not None:
+            timeout_s = timing.timeout_for_call(mode, op, args)
+            if timeout_s > 0:  # also False for nan
+                return timeout_s
+        return self.config.request_timeout_s
 
     def _check_connected(self) -> None:
         with self._lock:
@@ -456,7 +521,7 @@ class EdgeClient:
 
         Raises:
             ServerUnavailableError: not connected, or the connection failed during the call.
-            DeadlineMissedError: no reply within ``timeout_s`` (default: request_timeout_s).
+            DeadlineMissedError: no reply within ``timeout_s`` (default: see ``submit``).
             OffloadCancelledError: ``cancel`` was set.
             ServerRejectedError: the server answered with an error.
             OffloadError: the request is too large or too many calls are pending.
@@ -618,11 +683,19 @@ class EdgeClient:
         elif message.type in (protocol.REPLY, protocol.ERROR) and message.request_id:
             with self._lock:
                 pending = self._pending.get(message.request_id)
+                gave_up = None
+                if pending is None:
+                    gave_up = self._gave_up.pop(message.request_id, None)
             if pending is None:
-                _logger.debug('dropped late reply to request %d', message.request_id)
+                self._on_late_reply(message, gave_up, now)
                 return
             pending.received_at = now
             pending.bytes_down = size
+            if message.type == protocol.REPLY and pending.sent_at:
+                # Before the caller sees the reply: its next call gets the new limit.
+                self._record_round_trip(
+                    pending.mode, pending.op, pending.args or {}, now - pending.sent_at, False
+                )
             self._complete(message.request_id, reply=message)
             if message.type == protocol.ERROR and message.fields.get('code') == (
                 protocol.E_NO_SESSION
@@ -640,6 +713,37 @@ class EdgeClient:
                 self._drive(self._lifecycle.on_no_session)
             else:
                 _logger.warning('edge server error: %s: %s', code, text)
+
+    def _on_late_reply(
+        self, message: protocol.Message, gave_up: _GaveUp | None, now: float
+    ) -> None:
+        """Measure the reply to a call that expired (no caller waits for it any more)."""
+        if gave_up is None:
+            _logger.debug('dropped late reply to request %d', message.request_id)
+            return
+        seconds = now - gave_up.sent_at
+        _logger.debug(
+            'late %s to request %d (%s %s) after %.3f s',
+            message.type,
+            message.request_id,
+            gave_up.mode,
+            gave_up.op,
+            seconds,
+        )
+        if message.type == protocol.REPLY:
+            self._record_round_trip(gave_up.mode, gave_up.op, gave_up.args, seconds, True)
+
+    def _record_round_trip(
+        self, mode: str, op: str, args: Mapping[str, Any], seconds: float, late: bool
+    ) -> None:
+        with self._lock:
+            timing = self._timing
+        if timing is None:
+            return
+        try:
+            timing.record_call(mode, op, args, seconds, late=late)
+        except Exception:  # noqa: BLE001 - a timing bug must not stop the I/O thread
+            _logger.exception('request timing failed to record a round trip')
 
     def _on_monitor_events(self) -> None:
         while True:
@@ -745,11 +849,21 @@ class EdgeClient:
         return True
 
     def _expire(self, future: CallFuture) -> None:
-        self._complete(
-            future.request_id,
-            error=DeadlineMissedError(
-                f'edge server did not answer within {future._timeout_s:.3f} s'
-            ),
+        """Fail a call whose deadline passed; remember it if sent, to measure a late reply."""
+        with self._lock:
+            pending = self._pending.pop(future.request_id, None)
+            if pending is None:
+                return
+            if pending.sent_at:
+                self._gave_up[future.request_id] = _GaveUp(
+                    pending.mode, pending.op, pending.args or {}, pending.sent_at
+                )
+                while len(self._gave_up) > _MAX_GAVE_UP:
+                    self._gave_up.popitem(last=False)
+        self._resolve(
+            pending,
+            None,
+            DeadlineMissedError(f'edge server did not answer within {future._timeout_s:.3f} s'),
         )
 
     def _expire_due(self) -> None:
@@ -768,6 +882,8 @@ class EdgeClient:
             pending = list(self._pending.values())
             self._pending.clear()
             self._outbox.clear()
+            # Replies from a failed session would measure the failure, not the server.
+            self._gave_up.clear()
             self._next_deadline = math.inf
         for call in pending:
             self._resolve(call, None, error)

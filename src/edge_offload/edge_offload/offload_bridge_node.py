@@ -18,6 +18,24 @@ whether the bridge fell back to local inference and why, and what it cost.
   connection reconnects by itself; offloading resumes when the server is back.
 * A goal still queued at its deadline ends with ``ERROR_DEADLINE_EXCEEDED``; a result
   that is ready only after the deadline keeps its outputs and carries the same code.
+* A goal without a deadline gives the server a time limit derived from measured round
+  trips (``edge_offload.request_timeout``): per model and mode, ``request_timeout_factor``
+  times the 95th percentile of the last 20 successful round trips, clamped to
+  [``request_timeout_s``, ``max_request_timeout_s``]; ``request_timeout_s`` alone before
+  anything is measured. Replies that come after the bridge gave up on them (the server
+  keeps computing and answers) are measured too, so a server honestly slower than
+  ``request_timeout_s`` costs fallbacks only until its first answer is in, not one per
+  frame: a fixed limit made the robot recompute every such frame locally while the server
+  was still computing it. A dead or silent server is still detected by pings
+  (``liveness_timeout_s``), which fail the request at once, whatever its limit. A goal
+  with a deadline keeps it (the server gets the part left after a local run). The limits
+  are in ``/diagnostics`` (``request_timeout_s.<model>.<mode>``, with
+  ``round_trip_p95_s.<model>.<mode>`` and ``late_replies_measured``) and a notable change
+  (25 %) is logged, at most once per 5 s per model and mode.
+* ``torch_threads`` > 0 sets torch's intra-op threads (``torch.set_num_threads``, for the
+  whole bridge process) for local inference at configure; 0 keeps torch's default
+  (usually one per core). On a robot whose cores the edge server or other nodes share,
+  fewer threads keep a local run from starving them.
 * Inputs are refused by their sizes alone, as the goal is accepted and before anything
   copies them: an image declaring more than ``max_image_bytes`` (``height * step``, its
   payload, or what its encoding implies) or a tensor over ``max_message_bytes`` ends with
@@ -67,7 +85,7 @@ from rclpy.parameter import Parameter
 from rclpy.task import Future
 
 from edge_offload import protocol
-from edge_offload.api import Offloader, OffloaderConfig
+from edge_offload.api import LOCAL_MODE, Offloader, OffloaderConfig
 from edge_offload.client import ClientConfig
 from edge_offload.image_convert import (
     ImageFormatError,
@@ -85,6 +103,7 @@ from edge_offload.modes.base import (
     available_modes,
     load_mode_class,
 )
+from edge_offload.request_timeout import DEFAULT_CEILING_S, DEFAULT_FACTOR, RequestTimeouts
 from edge_offload.ros_logging import forward_python_logging
 from edge_offload.ros_node_main import run_lifecycle_node
 from edge_offload.ros_params import ParamSpec, declare_parameters, parameter_values
@@ -106,7 +125,27 @@ PARAMETERS = (
     ParamSpec('models', ['tiny_cnn'], 'Models built and warmed up at configure; others refused'),
     ParamSpec('max_queued_goals', 16, 'Goals waiting or running before new ones abort', 1, 4096),
     ParamSpec('parallel_goals', 2, 'Goals processed at the same time', 1, 64),
-    ParamSpec('request_timeout_s', 10.0, 'Server time limit for goals without deadline', 0.01),
+    ParamSpec(
+        'request_timeout_s',
+        10.0,
+        'Server time limit for goals without deadline before any round trip is measured, '
+        'and the floor of the measured limit, s',
+        0.01,
+    ),
+    ParamSpec(
+        'request_timeout_factor',
+        DEFAULT_FACTOR,
+        'Measured limit: this times the p95 of the last round trips (per model and mode)',
+        1.0,
+        100.0,
+    ),
+    ParamSpec(
+        'max_request_timeout_s',
+        DEFAULT_CEILING_S,
+        'Measured limit never exceeds this (>= request_timeout_s), s',
+        0.01,
+        3600.0,
+    ),
     ParamSpec(
         'max_message_bytes',
         protocol.DEFAULT_MAX_MESSAGE_BYTES,
@@ -127,6 +166,13 @@ PARAMETERS = (
     ParamSpec('link_state_rate_hz', 5.0, 'LinkState publishing rate', 0.1, 100.0),
     ParamSpec('link_window_s', 1.0, 'Bandwidth estimation window', 0.1, 60.0),
     ParamSpec('diagnostics_period_s', 1.0, 'Diagnostics publishing period', 0.05, 60.0),
+    ParamSpec(
+        'torch_threads',
+        0,
+        'torch intra-op threads for local inference, set at configure (0 = torch default)',
+        0,
+        256,
+    ),
     ParamSpec('autostart', False, 'Configure and activate at start-up', read_only=True),
 )
 
@@ -213,6 +259,10 @@ class OffloadBridgeNode(LifecycleNode):
         self._retiring_action_server: tuple[ActionServer, float] | None = None
         self._action_server_releases = 0
         self._release_lock = threading.Lock()
+        self._request_timeouts: RequestTimeouts | None = None
+        self._models: list[str] = []
+        # torch's own thread count, restored by a configure with torch_threads 0.
+        self._default_torch_threads = torch.get_num_threads()
 
     # -- parameters --------------------------------------------------------------------
 
@@ -234,6 +284,20 @@ class OffloadBridgeNode(LifecycleNode):
                 return SetParametersResult(
                     successful=False, reason="security must be 'curve' or 'plaintext'"
                 )
+            elif parameter.name in ('request_timeout_s', 'max_request_timeout_s'):
+                limits = {
+                    name: self.get_parameter(name).value
+                    for name in ('request_timeout_s', 'max_request_timeout_s')
+                }
+                limits.update(
+                    (item.name, item.value) for item in parameters if item.name in limits
+                )
+                if limits['max_request_timeout_s'] < limits['request_timeout_s']:
+                    return SetParametersResult(
+                        successful=False,
+                        reason=f'max_request_timeout_s ({limits["max_request_timeout_s"]}) '
+                        f'must be >= request_timeout_s ({limits["request_timeout_s"]})',
+                    )
             elif self._offloader is not None and parameter.name not in _RUNTIME_PARAMETERS:
                 self.get_logger().info(f'{parameter.name} takes effect at the next configure')
         return SetParametersResult(successful=True)
@@ -248,6 +312,11 @@ class OffloadBridgeNode(LifecycleNode):
             mode, option = name.split('.', 1)
             mode_options.setdefault(mode, {})[option] = value
         try:
+            request_timeouts = RequestTimeouts(
+                values['request_timeout_s'],
+                values['max_request_timeout_s'],
+                values['request_timeout_factor'],
+            )
             client_config = ClientConfig(
                 endpoint=values['server_endpoint'],
                 client_name=values['client_name'],
@@ -273,6 +342,11 @@ class OffloadBridgeNode(LifecycleNode):
         except (ValueError, KeyError, KeyFileError) as error:
             self.get_logger().error(f'configure failed: {error}')
             return TransitionCallbackReturn.FAILURE
+        self._request_timeouts = request_timeouts
+        if self._offloader.client is not None:
+            self._offloader.client.set_request_timing(request_timeouts)
+        self._models = list(values['models'])
+        torch.set_num_threads(values['torch_threads'] or self._default_torch_threads)
         try:
             warm_up = self._offloader.warm_up(values['models'])
         except UnknownModelError as error:
@@ -301,7 +375,7 @@ class OffloadBridgeNode(LifecycleNode):
             ),
             self.create_timer(
                 values['diagnostics_period_s'],
-                lambda: diagnostics_publisher.publish(self._diagnostics()),
+                lambda: self._publish_diagnostics(diagnostics_publisher),
                 callback_group=timer_group,
             ),
             self.create_timer(
@@ -322,7 +396,9 @@ class OffloadBridgeNode(LifecycleNode):
         timings = ', '.join(f'{name} {seconds * 1e3:.0f} ms' for name, seconds in warm_up.items())
         self.get_logger().info(
             f'configured: mode {values["mode"]}, server {values["server_endpoint"]}, '
-            f'local warm-up {timings}'
+            f'local warm-up {timings}, torch threads {torch.get_num_threads()}, '
+            f'server time limit {request_timeouts.floor_s:g} s until measured '
+            f'(then {request_timeouts.factor:g} x p95, at most {request_timeouts.ceiling_s:g} s)'
         )
         return TransitionCallbackReturn.SUCCESS
 
@@ -385,6 +461,7 @@ class OffloadBridgeNode(LifecycleNode):
             if self._offloader is not None:
                 self._offloader.close()
                 self._offloader = None
+            self._request_timeouts = None
 
     # -- action ------------------------------------------------------------------------
 
@@ -693,6 +770,44 @@ class OffloadBridgeNode(LifecycleNode):
         message.source = estimate.source
         return message
 
+    def _publish_diagnostics(self, publisher) -> None:
+        self._log_request_timeout_changes()
+        publisher.publish(self._diagnostics())
+
+    def _log_request_timeout_changes(self) -> None:
+        """Log each notable change of a measured server time limit (throttled)."""
+        timeouts = self._request_timeouts
+        if timeouts is None:
+            return
+        for change in timeouts.notable_changes():
+            self.get_logger().info(
+                f'server time limit for {change.model or "calls"} in {change.mode}: '
+                f'{change.previous_s:.2f} s -> {change.limit_s:.2f} s (p95 round trip '
+                f'{change.quantile_s:.3f} s over the last {change.samples})'
+            )
+
+    def _request_timeout_values(self, mode: str) -> dict[str, str]:
+        """Return the diagnostics entries of the server time limits.
+
+        Every measured (model, mode), and each configured model in the default mode
+        (unless that is ``local``, which asks the server nothing).
+        """
+        timeouts = self._request_timeouts
+        if timeouts is None:
+            return {}
+        estimates = {(item.model, item.mode): item for item in timeouts.estimates()}
+        for model in self._models if mode != LOCAL_MODE else ():
+            if (model, mode) not in estimates:
+                estimates[(model, mode)] = timeouts.estimate(model, mode)
+        values = {}
+        for (model, call_mode), item in sorted(estimates.items()):
+            name = f'{model or "-"}.{call_mode}'
+            values[f'request_timeout_s.{name}'] = f'{item.limit_s:.3f}'
+            if item.samples:
+                values[f'round_trip_p95_s.{name}'] = f'{item.quantile_s:.3f}'
+        values['late_replies_measured'] = str(timeouts.late_replies)
+        return values
+
     def _diagnostics(self) -> DiagnosticArray:
         array = DiagnosticArray()
         array.header.stamp = self.get_clock().now().to_msg()
@@ -730,6 +845,7 @@ class OffloadBridgeNode(LifecycleNode):
             'uplink_mbps': f'{link.uplink_bandwidth_bps / 1e6:.2f}',
             'downlink_mbps': f'{link.downlink_bandwidth_bps / 1e6:.2f}',
             'rtt_ms': f'{link.rtt_s * 1e3:.2f}',
+            **self._request_timeout_values(status.mode),
         }
         array.status = [
             DiagnosticStatus(
