@@ -8,12 +8,27 @@ that decodes, paces and publishes, so the executor is never blocked:
 
 * ``image_raw`` (sensor_msgs/Image) and ``camera_info`` (sensor_msgs/CameraInfo, the same
   header) for every frame; ``imu`` (sensor_msgs/Imu) when the source has IMU samples. All
-  three use the sensor-data QoS profile and carry the source's stamps.
-* ``rate_mode``: ``realtime`` follows the source's stamps, ``fixed`` publishes frames at
-  ``rate_hz`` (IMU samples go out as they come between frames), ``max`` as fast as the
-  source reads (with ``reliable_sensor_qos``, as fast as subscribers acknowledge: lossless).
-  ``rate_mode``, ``rate_hz`` and ``paused`` can change at run time; the other parameters
-  are read-only.
+  three use the sensor-data QoS profile.
+* Stamps: a camera's are the host clock at grab, a bag's its recorded header stamps. A
+  video file, image folder or the synthetic pattern has no capture clock: with
+  ``start_time_s`` 0 (the default) each frame (image_raw and camera_info) and each
+  synthetic IMU sample is stamped with the wall clock when pacing releases it, taken right
+  before it is published, so ``now - header.stamp`` downstream is the latency a robot's
+  camera would see (not the wait for subscribers or a pacing restart). With
+  ``start_time_s`` > 0 the stamps are deterministic instead: ``start_time_s`` plus the
+  sample's position in the source (reproducible replays). Stamps are strictly increasing.
+* ``rate_mode``: ``realtime`` follows the source's timeline, ``fixed`` publishes frames at
+  ``rate_hz`` (IMU samples go out as they come between frames, so with release stamps
+  they bunch after each frame: use ``realtime`` where IMU timing matters), ``max`` as fast
+  as the source reads (with ``reliable_sensor_qos``, as fast as subscribers acknowledge),
+  ``every_frame`` publishes every frame as fast as the graph processes them: after a frame
+  it waits for that frame's result on ``backpressure_topic`` (a PersonArray with the
+  frame's header stamp) before the next, with ``max_frames_ahead`` frames outstanding at
+  most. A frame without a result after ``backpressure_timeout_s`` is counted as
+  unanswered and the source goes on. ``every_frame`` publishes reliably whatever
+  ``reliable_sensor_qos`` says (its consumers need reliable QoS too, or a lost frame costs
+  a timeout). ``rate_mode``, ``rate_hz`` and ``paused`` can change at run time; the other
+  parameters are read-only.
 * ``camera_info`` comes from ``camera_info_url``, else from the bag's CameraInfo topic,
   else from a default pinhole model sized to the frames (with a warning).
 * ``loop`` replays a video, image folder or bag again and again with stamps that go on
@@ -22,7 +37,8 @@ that decodes, paces and publishes, so the executor is never blocked:
   until image_raw has ``wait_for_subscribers`` subscribers and while ``paused`` is true.
 
 At the end of a source that does not loop (or after ``max_frames``) the node logs a summary
-and ``main`` returns 0. A source that cannot be opened, an invalid parameter or a read
+(frames published, duration, rate; with ``every_frame`` also how many frames had no
+result) and ``main`` returns 0. A source that cannot be opened, an invalid parameter or a read
 error mid-stream gives one error line and exit code 1.
 """
 
@@ -30,6 +46,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 import sys
 import threading
 import time
@@ -44,6 +61,7 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.logging import get_logger
 from rclpy.node import Node
 from rclpy.parameter import Parameter
+from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rclpy.signals import SignalHandlerOptions
 from sensor_msgs.msg import CameraInfo, Image, Imu
 from std_msgs.msg import Header
@@ -77,9 +95,13 @@ from edge_offload.ros_node_main import (
 )
 from edge_offload.ros_params import ParamSpec, declare_parameters, parameter_values
 from edge_offload.sensor_qos import RELIABLE_SENSOR_QOS_DESCRIPTION, sensor_qos
+from offload_interfaces.msg import PersonArray
 
 NODE_NAME = 'sensor_source'
-RATE_MODES = ('realtime', 'fixed', 'max')
+RATE_MODES = ('realtime', 'fixed', 'max', 'every_frame')
+# Sources whose stamps are made up (no capture clock): stamped when released, unless
+# start_time_s asks for deterministic ones.
+RELEASE_STAMPED_SOURCES = ('video', 'images', 'synthetic')
 PARAMETERS = (
     ParamSpec(
         'source', 'synthetic', f'Where frames come from: {", ".join(SOURCE_KINDS)}', read_only=True
@@ -105,8 +127,9 @@ PARAMETERS = (
     ParamSpec(
         'rate_mode',
         'realtime',
-        "'realtime' follows the source stamps, 'fixed' publishes frames at rate_hz, 'max' as "
-        'fast as the source reads',
+        "'realtime' follows the source's timeline, 'fixed' publishes frames at rate_hz, 'max' "
+        "as fast as the source reads, 'every_frame' every frame as fast as the graph answers "
+        'on backpressure_topic (lossless: implies reliable publishing)',
     ),
     ParamSpec('rate_hz', 30.0, "Frame rate of rate_mode 'fixed'", 0.01, 1000.0),
     ParamSpec(
@@ -156,8 +179,9 @@ PARAMETERS = (
     ParamSpec(
         'start_time_s',
         0.0,
-        'Stamp of the first video, image folder or synthetic frame, s since the epoch; 0: the '
-        'wall clock at start',
+        'Stamp of the first video, image folder or synthetic frame, s since the epoch, the '
+        'others stamped by their position (deterministic); 0: each frame and synthetic IMU '
+        'sample is stamped with the wall clock when it is published',
         0.0,
         None,
         True,
@@ -179,6 +203,32 @@ PARAMETERS = (
         1000,
         True,
     ),
+    ParamSpec(
+        'backpressure_topic',
+        'people',
+        "rate_mode 'every_frame': results topic (offload_interfaces/PersonArray, reliable); "
+        "a result's header stamp is that of the frame it answers",
+        read_only=True,
+    ),
+    ParamSpec(
+        'max_frames_ahead',
+        1,
+        "rate_mode 'every_frame': frames published whose result has not come yet; at most the "
+        "sensor QoS depth (5), and people_detection's queue_size + max_in_flight, or frames "
+        'are dropped',
+        1,
+        5,
+        True,
+    ),
+    ParamSpec(
+        'backpressure_timeout_s',
+        10.0,
+        "rate_mode 'every_frame': a frame without a result this long is counted as unanswered "
+        'and the source goes on',
+        0.01,
+        3600.0,
+        True,
+    ),
 )
 # A realtime replay this far behind its stamps (or stamps going back) follows from there.
 _MAX_LAG_S = 1.0
@@ -186,6 +236,9 @@ _POLL_S = 0.02
 _JOIN_TIMEOUT_S = 0.5
 _DISCOVERY_SETTLE_S = 0.5
 _ACK_TIMEOUT_S = 5.0
+_UNANSWERED_LOG_PERIOD_S = 5.0
+# The results topic of rate_mode every_frame (people_detection publishes with depth 10).
+_RESULTS_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
 
 
 class ConfigError(ValueError):
@@ -208,6 +261,69 @@ def _header(stamp_ns: int, frame_id: str) -> Header:
     header = Header(frame_id=frame_id)
     header.stamp.sec, header.stamp.nanosec = divmod(stamp_ns, 1_000_000_000)
     return header
+
+
+def _stamp_ns(header: Header) -> int:
+    return header.stamp.sec * 1_000_000_000 + header.stamp.nanosec
+
+
+class Backpressure:
+    """Frames published in rate_mode every_frame whose result has not come (thread-safe).
+
+    The reader thread adds each frame's stamp before publishing it and waits, before the
+    next, until fewer than the window are outstanding; results (executor thread) remove
+    them by stamp. A frame outstanding past the timeout is given up as unanswered.
+    """
+
+    def __init__(self, timeout_s: float) -> None:
+        self.timeout_s = timeout_s
+        self.answered = 0
+        self.unanswered = 0
+        self.last_answer_s: float | None = None
+        self._condition = threading.Condition()
+        # stamp (ns) -> monotonic deadline
+        self._waiting: dict[int, float] = {}
+
+    def add(self, stamp_ns: int) -> None:
+        """Count a frame about to be published as waiting for its result."""
+        with self._condition:
+            self._waiting[stamp_ns] = time.monotonic() + self.timeout_s
+
+    def answer(self, stamp_ns: int) -> bool:
+        """Record the result for the frame stamped ``stamp_ns``; False if none waits for it."""
+        with self._condition:
+            if self._waiting.pop(stamp_ns, None) is None:
+                return False
+            self.answered += 1
+            self.last_answer_s = time.monotonic()
+            self._condition.notify_all()
+            return True
+
+    def outstanding(self) -> int:
+        """Return how many frames wait for their result."""
+        with self._condition:
+            return len(self._waiting)
+
+    def wait_until_at_most(self, limit: int, stop: threading.Event) -> int:
+        """Wait until at most ``limit`` frames are outstanding (or ``stop``).
+
+        Frames past their deadline are given up on the way; returns how many.
+        """
+        expired = 0
+        with self._condition:
+            while len(self._waiting) > limit and not stop.is_set():
+                now = time.monotonic()
+                late = [stamp for stamp, deadline in self._waiting.items() if deadline <= now]
+                for stamp in late:
+                    del self._waiting[stamp]
+                expired += len(late)
+                if late:
+                    continue
+                earliest = min(self._waiting.values())
+                # Wakes on a result, at the earliest deadline, or to look at `stop`.
+                self._condition.wait(min(earliest - now, _POLL_S * 5))
+            self.unanswered += expired
+        return expired
 
 
 class SensorSourceNode(Node):
@@ -248,6 +364,8 @@ class SensorSourceNode(Node):
             self._file_calibration = load_camera_info(values['camera_info_url'])
             self._file_info = to_camera_info_msg(self._file_calibration, self._frame_id)
         start_time_s = values['start_time_s']
+        # Made-up stamps become release times unless deterministic ones were asked for.
+        self._release_stamps = values['source'] in RELEASE_STAMPED_SOURCES and start_time_s <= 0
         self._config = SourceConfig(
             kind=values['source'],
             uri=values['uri'],
@@ -264,13 +382,26 @@ class SensorSourceNode(Node):
         self._source = open_source(self._config)
         self._log_start(values)
 
-        self._reliable = values['reliable_sensor_qos']
+        # every_frame must not lose a frame: it publishes reliably whatever the parameter.
+        self._reliable = values['reliable_sensor_qos'] or self._rate_mode == 'every_frame'
+        if self._rate_mode == 'every_frame' and not values['reliable_sensor_qos']:
+            self.get_logger().info(
+                'rate_mode every_frame: publishing reliably (reliable_sensor_qos implied); '
+                'subscribers that must answer every frame need reliable_sensor_qos too'
+            )
+        self._backpressure = Backpressure(values['backpressure_timeout_s'])
+        self._backpressure_topic = values['backpressure_topic']
+        self._max_frames_ahead = values['max_frames_ahead']
+        self._results_subscription = None
+        self._unanswered_logged_at = -math.inf
         qos = sensor_qos(self._reliable)
         self._image_publisher = self.create_publisher(Image, 'image_raw', qos)
         self._info_publisher = self.create_publisher(CameraInfo, 'camera_info', qos)
         self._imu_publisher = (
             self.create_publisher(Imu, 'imu', qos) if self._source.has_imu else None
         )
+        if self._rate_mode == 'every_frame':
+            self._subscribe_results()
         self.add_on_set_parameters_callback(self._check_parameters)
         self.add_post_set_parameters_callback(self._apply_parameters)
 
@@ -282,6 +413,8 @@ class SensorSourceNode(Node):
         self._imu_samples = 0
         self._first_publish: float | None = None
         self._last_publish: float | None = None
+        # Last stamp published per stream (release stamps are made strictly increasing).
+        self._last_stamp_ns = {'frame': -1, 'imu': -1}
         self._default_info: CameraInfo | None = None
         self._bag_calibration: CameraCalibration | None = None
         self._bag_info: CameraInfo | None = None
@@ -297,6 +430,12 @@ class SensorSourceNode(Node):
         rate = values['rate_mode'] + (
             f' at {values["rate_hz"]:g} Hz' if values['rate_mode'] == 'fixed' else ''
         )
+        if values['rate_mode'] == 'every_frame':
+            rate += (
+                f' (the next frame after the result on {values["backpressure_topic"]}, '
+                f'{values["max_frames_ahead"]} ahead at most, '
+                f'{values["backpressure_timeout_s"]:g} s timeout)'
+            )
         paused = '; paused until the paused parameter is set to false' if values['paused'] else ''
         self.get_logger().info(f'publishing {self._source.description}; rate {rate}{paused}')
         if self._file_calibration is not None:
@@ -325,11 +464,28 @@ class SensorSourceNode(Node):
         for parameter in parameters:
             if parameter.name == 'rate_mode':
                 self._rate_mode = parameter.value
+                if parameter.value == 'every_frame':
+                    self._subscribe_results()
+                    if not self._reliable:
+                        self.get_logger().warning(
+                            'rate_mode every_frame with best-effort publishers '
+                            '(reliable_sensor_qos was false at start): a lost frame waits '
+                            'backpressure_timeout_s for its result'
+                        )
             elif parameter.name == 'rate_hz':
                 self._rate_hz = parameter.value
             elif parameter.name == 'paused':
                 self._paused = parameter.value
                 self.get_logger().info('paused' if parameter.value else 'publishing')
+
+    def _subscribe_results(self) -> None:
+        if self._results_subscription is None:
+            self._results_subscription = self.create_subscription(
+                PersonArray, self._backpressure_topic, self._on_result, _RESULTS_QOS
+            )
+
+    def _on_result(self, message: PersonArray) -> None:
+        self._backpressure.answer(_stamp_ns(message.header))
 
     # -- reader thread -------------------------------------------------------------------
 
@@ -339,6 +495,7 @@ class SensorSourceNode(Node):
         try:
             self._hold()
             self._await_subscribers()
+            self._await_results_publisher()
             for sample in samples:
                 self._hold()
                 if self._stop.is_set():
@@ -347,6 +504,10 @@ class SensorSourceNode(Node):
                 if self._stop.is_set():
                     break
                 if isinstance(sample, Frame):
+                    if self._rate_mode == 'every_frame':
+                        self._await_results(self._max_frames_ahead - 1)
+                        if self._stop.is_set():
+                            break
                     self._publish_frame(sample)
                     if self._reliable and self._rate_mode == 'max':
                         # A reliable writer keeps only `depth` samples: at full speed it
@@ -368,6 +529,8 @@ class SensorSourceNode(Node):
             samples.close()
             if self.error is None and not self._stop.is_set() and self.context.ok():
                 self._await_acknowledgements()
+                # The last frames' results (every_frame), each within its timeout.
+                self._await_results(0)
                 self.log_summary(reason)
             self.finished.set()
             try:
@@ -405,6 +568,52 @@ class SensorSourceNode(Node):
         # The subscriber matches this publisher a moment after this publisher matched it;
         # best-effort frames sent in between would be lost.
         self._stop.wait(_DISCOVERY_SETTLE_S)
+
+    def _await_results_publisher(self) -> None:
+        """every_frame: wait (at most the timeout) until the results topic has a publisher."""
+        if self._rate_mode != 'every_frame' or self._results_subscription is None:
+            return
+        topic = self._results_subscription.topic_name
+        if self.count_publishers(topic) > 0:
+            return
+        self.get_logger().info(f'waiting for a publisher of {topic} (rate_mode every_frame)')
+        deadline = time.monotonic() + self._backpressure.timeout_s
+        while not self._stop.is_set() and self.count_publishers(topic) == 0:
+            if time.monotonic() > deadline:
+                self.get_logger().warning(
+                    f'no publisher of {topic} after {self._backpressure.timeout_s:g} s: '
+                    'publishing anyway; frames without a result wait backpressure_timeout_s'
+                )
+                return
+            self._stop.wait(_POLL_S)
+        # As for subscribers: let it match this subscription before the first frame.
+        self._stop.wait(_DISCOVERY_SETTLE_S)
+
+    def _await_results(self, limit: int) -> None:
+        """Wait until at most ``limit`` frames wait for their result (or they time out)."""
+        expired = self._backpressure.wait_until_at_most(limit, self._stop)
+        if not expired:
+            return
+        now = time.monotonic()
+        if now - self._unanswered_logged_at >= _UNANSWERED_LOG_PERIOD_S:
+            self._unanswered_logged_at = now
+            self.get_logger().warning(
+                f'no result on {self._backpressure_topic} within '
+                f'{self._backpressure.timeout_s:g} s of a frame ({self._backpressure.unanswered} '
+                'unanswered so far): going on with the next frame'
+            )
+
+    def _release_stamp(self, sample_stamp_ns: int, stream: str) -> int:
+        """Return the stamp to publish a sample with; call it right before publishing.
+
+        Made-up stamps (video, images, synthetic without start_time_s) are replaced by the
+        wall clock now, the release time, kept strictly increasing per stream.
+        """
+        if not self._release_stamps:
+            return sample_stamp_ns
+        stamp_ns = max(time.time_ns(), self._last_stamp_ns[stream] + 1)
+        self._last_stamp_ns[stream] = stamp_ns
+        return stamp_ns
 
     def _samples(self) -> Iterator[Sample]:
         """Yield the source's samples; when looping, reopen it and shift the stamps on."""
@@ -473,10 +682,15 @@ class SensorSourceNode(Node):
 
     def _publish_frame(self, frame: Frame) -> None:
         image, encoding = convert_encoding(frame.image, frame.encoding, self._output_encoding)
-        header = _header(frame.stamp_ns, self._frame_id)
-        message = cv2_to_imgmsg(image, encoding=encoding, header=header)
+        message = cv2_to_imgmsg(image, encoding=encoding)
         info = self._camera_info(frame)
+        # Stamped last, right before publishing: a release stamp is the publishing time.
+        stamp_ns = self._release_stamp(frame.stamp_ns, 'frame')
+        header = _header(stamp_ns, self._frame_id)
+        message.header = header
         info.header = header
+        if self._rate_mode == 'every_frame':
+            self._backpressure.add(stamp_ns)
         self._image_publisher.publish(message)
         self._info_publisher.publish(info)
         self._frames += 1
@@ -511,7 +725,7 @@ class SensorSourceNode(Node):
     def _publish_imu(self, sample: ImuSample) -> None:
         if self._imu_publisher is None:
             return
-        message = Imu(header=_header(sample.stamp_ns, self._imu_frame_id))
+        message = Imu()
         vector = message.angular_velocity
         vector.x, vector.y, vector.z = (float(value) for value in sample.angular_velocity)
         vector = message.linear_acceleration
@@ -532,6 +746,7 @@ class SensorSourceNode(Node):
             message.linear_acceleration_covariance = [
                 float(value) for value in sample.linear_acceleration_covariance
             ]
+        message.header = _header(self._release_stamp(sample.stamp_ns, 'imu'), self._imu_frame_id)
         self._imu_publisher.publish(message)
         self._imu_samples += 1
         self._count_publish()
@@ -545,14 +760,36 @@ class SensorSourceNode(Node):
     # -- shutdown ------------------------------------------------------------------------
 
     def log_summary(self, reason: str) -> None:
-        """Log how many frames and IMU samples went out, over how long, at what rate."""
+        """Log how many frames and IMU samples went out, over how long, at what rate.
+
+        With rate_mode every_frame (or results waited for) also how many frames had a result
+        and how many none; the duration then runs to the last result, and the rate is frames
+        per second of it.
+        """
+        backpressure = self._backpressure
+        waited = self._results_subscription is not None
         duration = 0.0
         if self._first_publish is not None and self._last_publish is not None:
-            duration = self._last_publish - self._first_publish
-        rate = (self._frames - 1) / duration if self._frames > 1 and duration > 0 else 0.0
+            end = self._last_publish
+            if waited and backpressure.last_answer_s is not None:
+                end = max(end, backpressure.last_answer_s)
+            duration = end - self._first_publish
+        if waited:
+            rate = self._frames / duration if duration > 0 else 0.0
+        else:
+            rate = (self._frames - 1) / duration if self._frames > 1 and duration > 0 else 0.0
+        results = ''
+        if waited:
+            results = (
+                f'; {backpressure.answered} answered on {self._backpressure_topic}, '
+                f'{backpressure.unanswered} unanswered (no result within '
+                f'{backpressure.timeout_s:g} s)'
+            )
+            if backpressure.outstanding():
+                results += f', {backpressure.outstanding()} still waiting'
         self.get_logger().info(
             f'{reason}: published {self._frames} frames and {self._imu_samples} IMU samples in '
-            f'{duration:.2f} s (mean {rate:.1f} frames/s)'
+            f'{duration:.2f} s (mean {rate:.1f} frames/s){results}'
         )
 
     def stop(self) -> None:

@@ -19,6 +19,11 @@ Every source is an iterator of :class:`Frame` and :class:`ImuSample` in time ord
 * ``synthetic``: a deterministic moving pattern (see :func:`synthetic_image`) and an IMU
   reporting the matching constant rotation.
 
+The stamps of ``video``, ``images`` and ``synthetic`` are made up (no capture clock): they
+give the timeline to pace by. The ``sensor_source`` node publishes them as they are only
+with an explicit start time (deterministic replays); by default it stamps each frame with
+the wall clock when it publishes it (:mod:`bringup.sensor_source_node`).
+
 Sources do not pace: they yield as fast as they are read, and expose their nominal rate
 (``nominal_rate_hz``) where known. A source that cannot be opened raises
 :class:`SourceError` with one sentence naming what is wrong and what to do.

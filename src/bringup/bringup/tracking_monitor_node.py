@@ -2,11 +2,16 @@
 # SPDX-License-Identifier: Apache-2.0
 """A status line per second for the people-tracking graph, and an optional video recording.
 
-Subscribes ``people`` (PersonArray), ``link_state`` (LinkState) and, when recording,
-``people/annotated`` (Image). Every ``report_period_s`` it logs the result rate, the
-latency from capture stamp to result (p50/p95 over the period), the offloading mode, the
-link state and the number of people. Annotated frames go to a video file through a
-bounded queue and a writer thread, so encoding never blocks the executor.
+Subscribes ``people`` (PersonArray), ``camera_info`` (CameraInfo: one per frame captured,
+with the frame's header; small, so counting frames costs nothing), ``link_state``
+(LinkState) and, when recording, ``people/annotated`` (Image). Every ``report_period_s``
+it logs the result rate and the latency from capture stamp to result (``now -
+header.stamp``, p50/p95 over the period), the results, frames captured and frames without
+a result so far (captured - results, at least 0), the offloading mode, the link state and
+the number of people; :meth:`TrackingMonitorNode.final_report` says the same for the whole
+run. ``camera_info`` is subscribed with the sensor QoS of ``reliable_sensor_qos`` (set it
+as the source's for exact counts). Annotated frames go to a video file through a bounded
+queue and a writer thread, so encoding never blocks the executor.
 """
 
 from __future__ import annotations
@@ -25,11 +30,12 @@ import numpy as np
 from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
 from rclpy.time import Time
-from sensor_msgs.msg import Image
+from sensor_msgs.msg import CameraInfo, Image
 
 from edge_offload.image_convert import ImageFormatError, imgmsg_to_cv2
 from edge_offload.ros_node_main import run_node
 from edge_offload.ros_params import ParamSpec, declare_parameters, parameter_values
+from edge_offload.sensor_qos import RELIABLE_SENSOR_QOS_DESCRIPTION, sensor_qos
 from offload_interfaces.msg import LinkState, PersonArray
 
 PARAMETERS = (
@@ -37,6 +43,11 @@ PARAMETERS = (
     ParamSpec('record_path', '', "Video file for the annotated frames; '' = no recording."),
     ParamSpec('record_fps', 10.0, 'Frame rate written into the video file.', 0.1, 240.0),
     ParamSpec('record_queue_size', 32, 'Frames waiting for the video writer.', 1, 1024),
+    ParamSpec(
+        'reliable_sensor_qos',
+        False,
+        'QoS of camera_info, which counts the frames captured: ' + RELIABLE_SENSOR_QOS_DESCRIPTION,
+    ),
 )
 
 
@@ -45,6 +56,8 @@ class Summary:
     """Totals over a whole run, for the final report."""
 
     results: int = 0
+    # camera_info messages: one per frame the source published.
+    frames_captured: int = 0
     people: int = 0
     latencies_s: list[float] = field(default_factory=list)
     modes: collections.Counter = field(default_factory=collections.Counter)
@@ -59,6 +72,10 @@ class Summary:
         if self.first_result_s is None or self.last_result_s is None or self.results < 2:
             return 0.0
         return (self.results - 1) / max(self.last_result_s - self.first_result_s, 1e-9)
+
+    def frames_without_result(self) -> int:
+        """Frames captured that have no result (yet): dropped or still on their way."""
+        return max(0, self.frames_captured - self.results)
 
 
 def _percentile_ms(values: list[float], q: float) -> str:
@@ -92,6 +109,12 @@ class TrackingMonitorNode(Node):
         self._close_deadline: float | None = None
         self.create_subscription(PersonArray, 'people', self._on_people, 10)
         self.create_subscription(LinkState, 'link_state', self._on_link_state, 10)
+        self.create_subscription(
+            CameraInfo,
+            'camera_info',
+            self._on_camera_info,
+            sensor_qos(self._config['reliable_sensor_qos']),
+        )
         if self._config['record_path']:
             self.create_subscription(
                 Image, 'people/annotated', self._on_annotated, qos_profile_sensor_data
@@ -117,6 +140,9 @@ class TrackingMonitorNode(Node):
         summary.modes[message.offload_mode] += 1
         summary.first_result_s = summary.first_result_s or now
         summary.last_result_s = now
+
+    def _on_camera_info(self, message: CameraInfo) -> None:
+        self.summary.frames_captured += 1
 
     def _on_link_state(self, message: LinkState) -> None:
         self._link = message
@@ -169,11 +195,13 @@ class TrackingMonitorNode(Node):
             link_text = 'link DOWN'
         else:
             link_text = f'link up {_rate(link.uplink_bandwidth_bps)} rtt {link.rtt_s * 1e3:.1f} ms'
+        summary = self.summary
         self.get_logger().info(
             f'fps {self._period_results / elapsed:4.1f} | latency p50 '
             f'{_percentile_ms(self._period_latencies, 50)} ms p95 '
-            f'{_percentile_ms(self._period_latencies, 95)} ms | mode {self._last_mode} | '
-            f'{link_text} | people {self._last_people}'
+            f'{_percentile_ms(self._period_latencies, 95)} ms | results {summary.results} of '
+            f'{summary.frames_captured} frames, {summary.frames_without_result()} dropped | '
+            f'mode {self._last_mode} | {link_text} | people {self._last_people}'
         )
         self._period_latencies = []
         self._period_results = 0
@@ -195,8 +223,9 @@ class TrackingMonitorNode(Node):
         summary = self.summary
         modes = ', '.join(f'{mode} {count}' for mode, count in summary.modes.most_common())
         return (
-            f'{summary.results} results at {summary.fps():.1f} fps, latency p50 '
-            f'{_percentile_ms(summary.latencies_s, 50)} ms p95 '
+            f'{summary.results} results of {summary.frames_captured} frames captured '
+            f'({summary.frames_without_result()} dropped: no result) at {summary.fps():.1f} fps, '
+            f'capture-to-result latency p50 {_percentile_ms(summary.latencies_s, 50)} ms p95 '
             f'{_percentile_ms(summary.latencies_s, 95)} ms, modes: {modes or "-"}, '
             f'{summary.people} people in total, {summary.frames_recorded} frames recorded'
         )
