@@ -64,6 +64,7 @@ setup(
             # BlazePose with its real pretrained weights (Apache-2.0, fetched by make setup).
             'blazepose_people = edge_offload.zoo.blazepose:blazepose_people',
             'blazepose_fast_people = edge_offload.zoo.blazepose:blazepose_fast_people',
+            'blazepose_lite_people = edge_offload.zoo.blazepose:blazepose_lite_people',
             'blazepose_hog_people = edge_offload.zoo.blazepose:blazepose_hog_people',
             'blazepose_detector_people = edge_offload.zoo.blazepose:blazepose_detector_people',
             'blazepose_tiled_people = edge_offload.zoo.blazepose:blazepose_tiled_people',

@@ -83,7 +83,9 @@ class GraphWatcher:
         """Return what the graph has not shown yet (empty when it all works)."""
         checks = {
             'people results offloaded to the edge server': any(
-                p.offload_mode not in ('', 'local') for p in self.people
+                # '<front end mode>+tracking' when people are tracked between detections
+                p.offload_mode.split('+')[0] not in ('', 'local', 'none')
+                for p in self.people
             ),
             'AccuMO depth maps': self.depth_frames > 0,
             'AccuMO odometry in the odom frame': any(

@@ -1,6 +1,6 @@
 # Copyright 2026 The edge_offload authors
 # SPDX-License-Identifier: Apache-2.0
-"""Run the people-tracking graph in one process: ``kapao_tracking``.
+"""Run the people-tracking graph's robot nodes in one process: ``kapao_tracking``.
 
 The same nodes as ``launch/kapao_tracking.launch.py``, with the same parameter file, on
 one ``MultiThreadedExecutor`` (the standard ROS 2 pattern for Python composition). It is
@@ -18,12 +18,17 @@ The options mirror the launch arguments. ``--keys-dir`` makes CURVE keys for the
 the local edge server when they are missing (single-machine runs). With a finite source
 (video, image folder, bag, ``--max-frames``) the runner waits for the last results after
 the source ends, prints a summary and exits 0; Ctrl-C stops it at any time.
+
+``--rate-mode every_frame`` evaluates every frame offline as fast as the graph goes: the
+source publishes the next frame when the last one's result has come (lossless: it implies
+``--reliable-sensor-qos``, also when the parameter file sets the mode).
 """
 
 from __future__ import annotations
 
 import argparse
 import signal
+import subprocess
 import sys
 import tempfile
 import threading
@@ -50,14 +55,18 @@ from bringup.graph_parameters import (
 )
 from bringup.people_detection_node import PeopleDetectionNode
 from bringup.people_tracker_node import PeopleTrackerNode
-from bringup.sensor_source_node import SensorSourceNode
+from bringup.sensor_source_node import RATE_MODES, SensorSourceNode
 from bringup.sensor_sources import SourceError, resolve_uri
 from bringup.tracking_monitor_node import TrackingMonitorNode
-from edge_offload.edge_server_node import EdgeServerNode
 from edge_offload.keys import ensure_loopback_keys
 from edge_offload.offload_bridge_node import OffloadBridgeNode
 
 DRAIN_TIMEOUT_S = 30.0
+EDGE_SERVER_STOP_S = 5.0
+# The monitor's last result may still be on its way when detection is idle.
+_MONITOR_SETTLE_S = 1.0
+# Nodes of the graph that subscribe image_raw or camera_info with reliable_sensor_qos.
+RELIABLE_CONSUMERS = ('people_detection', 'bag_recorder', 'tracking_monitor')
 
 
 def default_params_file() -> Path:
@@ -74,7 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog='kapao_tracking',
         description='Run the people-tracking graph (source, bridge, detection, monitor, '
-        'optionally an edge server) in one process.',
+        'optionally an edge server in a process of its own).',
     )
     parser.add_argument(
         '--params-file', type=Path, default=None, help='parameter file of every node '
@@ -92,7 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument('--model', default=None, help='people model of the zoo')
     parser.add_argument('--server-endpoint', default=None, help='edge server endpoint')
     parser.add_argument(
-        '--start-edge-server', action='store_true', help='also run an edge server in-process'
+        '--start-edge-server', action='store_true', help='also start an edge server'
     )
     parser.add_argument(
         '--keys-dir', type=Path, default=None,
@@ -114,9 +123,11 @@ def build_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     parser.add_argument('--max-frames', type=int, default=None, help='stop after N frames')
     parser.add_argument(
-        '--rate-mode', choices=('realtime', 'fixed', 'max'), default=None,
-        help='realtime follows the source stamps, max is as fast as possible (default: the '
-        'parameter file)',
+        '--rate-mode', choices=RATE_MODES, default=None,
+        help='realtime follows the source timeline, fixed the rate_hz of the parameter file, '
+        'max is as fast as the source reads, every_frame publishes each frame once the last '
+        "one's result has come: every frame evaluated, none dropped (implies "
+        '--reliable-sensor-qos) (default: the parameter file)',
     )  # fmt: skip
     parser.add_argument(
         '--bag-topics', default=None, metavar='IMAGE[,CAMERA_INFO[,IMU]]',
@@ -165,6 +176,7 @@ def _runner_parameters(
         },
         'people_detection': {'reliable_sensor_qos': args.reliable_sensor_qos},
         'bag_recorder': {'reliable_sensor_qos': args.reliable_sensor_qos},
+        'tracking_monitor': {'reliable_sensor_qos': args.reliable_sensor_qos},
         'offload_bridge': {
             'secret_key_file': keys.get('robot_secret'),
             'server_public_key_file': keys.get('server_public'),
@@ -176,6 +188,10 @@ def _runner_parameters(
     }
     for node, values in runner_options.items():
         parameters[node].update({name: v for name, v in values.items() if v is not None})
+    if parameters['sensor_source'].get('rate_mode') == 'every_frame':
+        # Every frame must arrive: the source and its consumers all deliver reliably.
+        for node in ('sensor_source', *RELIABLE_CONSUMERS):
+            parameters[node]['reliable_sensor_qos'] = True
     return parameters
 
 
@@ -211,10 +227,35 @@ def main(argv: list[str] | None = None) -> int:
         rclpy.init(
             args=['--ros-args', '--params-file', str(run_params), '--log-level', args.log_level]
         )
-        return _run(args, parameters)
+        return _run(args, parameters, run_params)
 
 
-def _run(args: argparse.Namespace, parameters: dict[str, dict]) -> int:
+def _start_edge_server(params_file: Path, log_level: str) -> subprocess.Popen:
+    """Start the local edge server in a process of its own, configured and active.
+
+    Its own process, as on a real edge machine: the server's Python work (the front end's
+    decoding and NMS) does not take the robot nodes' GIL; measured in one process, the
+    tracking thread kept up with half the frames.
+    """
+    command = [
+        sys.executable, '-m', 'edge_offload.edge_server_node',
+        '--ros-args', '--params-file', str(params_file), '-p', 'autostart:=true',
+        '--log-level', log_level,
+    ]  # fmt: skip
+    return subprocess.Popen(command)  # noqa: S603 - our own interpreter and module
+
+
+def _stop_edge_server(server: subprocess.Popen) -> None:
+    if server.poll() is None:
+        server.send_signal(signal.SIGINT)
+        try:
+            server.wait(timeout=EDGE_SERVER_STOP_S)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+
+
+def _run(args: argparse.Namespace, parameters: dict[str, dict], params_file: Path) -> int:
     executor = MultiThreadedExecutor(num_threads=8)
     nodes: list[Node] = []
     lifecycle_nodes: list[LifecycleNode] = []
@@ -223,13 +264,10 @@ def _run(args: argparse.Namespace, parameters: dict[str, dict]) -> int:
     exit_code = 0
     monitor: TrackingMonitorNode | None = None
     recorder: BagRecorderNode | None = None
+    server: subprocess.Popen | None = None
     try:
         if args.start_edge_server:
-            server = EdgeServerNode()
-            nodes.append(server)
-            lifecycle_nodes.append(server)
-            if not _activate(server):
-                return 1
+            server = _start_edge_server(params_file, args.log_level)
         bridge = OffloadBridgeNode()
         nodes.append(bridge)
         lifecycle_nodes.append(bridge)
@@ -262,6 +300,10 @@ def _run(args: argparse.Namespace, parameters: dict[str, dict]) -> int:
             deadline = time.monotonic() + DRAIN_TIMEOUT_S
             while detection.busy() and time.monotonic() < deadline and not stop.is_set():
                 time.sleep(0.05)
+            settle = time.monotonic() + _MONITOR_SETTLE_S
+            summary = monitor.summary
+            while summary.frames_without_result() and time.monotonic() < settle:
+                time.sleep(0.05)
             exit_code = 0 if source.error is None else 1
     except (ValueError, ParameterException, SourceError, CameraInfoError) as error:
         rclpy.logging.get_logger('kapao_tracking').error(f'bad configuration: {error}')
@@ -281,6 +323,8 @@ def _run(args: argparse.Namespace, parameters: dict[str, dict]) -> int:
         rclpy.try_shutdown()
         if spin_thread.is_alive():
             spin_thread.join(timeout=5.0)
+        if server is not None:
+            _stop_edge_server(server)
     return exit_code
 
 

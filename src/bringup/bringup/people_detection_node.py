@@ -2,11 +2,22 @@
 # SPDX-License-Identifier: Apache-2.0
 """People detection: camera images -> the bridge's ``offload`` action -> people.
 
-Subscribes ``image_raw`` (and ``camera_info`` for marker placement), sends each frame to
-the offload bridge as an ``Offload`` goal for the configured people model, and publishes
-``people`` (``offload_interfaces/PersonArray``), ``people/markers``
-(``visualization_msgs/MarkerArray``) and ``people/annotated`` (``sensor_msgs/Image``).
+Subscribes ``image_raw`` (and ``camera_info`` for marker placement) and publishes
+``people`` (``offload_interfaces/PersonArray``, the image's header), ``people/markers``
+(``visualization_msgs/MarkerArray``) and ``people/annotated`` (``sensor_msgs/Image``) for
+every frame it processes.
 
+With ``tracking`` (the default) people are tracked between detections, as MediaPipe does
+in video mode (``edge_offload.zoo.people_tracking``): a thread of this node runs the
+BlazePose landmark net once per tracked person on every frame, on the ROI the person's
+previous landmarks predict (``tracking_backend``: LiteRT or the torch port, with
+``tracking_threads`` threads), and the configured people model, the multi-person front
+end, runs on the offload bridge every ``detect_every_n_frames`` frames, or at once when a
+track is lost or nobody is tracked. Its answer comes back a few frames later and starts
+tracks for the people no track covers. The front end never holds a frame up; at most one
+request is outstanding. ``offload_mode`` of the results reads ``<front end mode>+tracking``.
+
+Without ``tracking`` every frame is sent to the offload bridge as an ``Offload`` goal.
 Frames wait in a bounded queue while ``max_in_flight`` goals are outstanding; when it is
 full the oldest frame is dropped (a tracker wants the newest frame, not a backlog) and the
 drop is counted in ``/diagnostics``. A goal whose result has not come after
@@ -32,6 +43,7 @@ import collections
 import math
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -54,6 +66,8 @@ from bringup.people_output import (
     to_markers,
     to_person_array,
 )
+from bringup.tracking_worker import TrackingWorker
+from edge_offload.assets import asset_path
 from edge_offload.image_convert import (
     ImageFormatError,
     ImageTooLargeError,
@@ -67,11 +81,56 @@ from edge_offload.ros_node_main import run_node
 from edge_offload.ros_params import ParamSpec, declare_parameters, parameter_values
 from edge_offload.sensor_qos import RELIABLE_SENSOR_QOS_DESCRIPTION, sensor_qos
 from edge_offload.tensor_blob import TensorBlobError, from_tensor_blob
+from edge_offload.zoo.blazepose import LANDMARK_ASSET, BlazePoseLandmarker, Person
+from edge_offload.zoo.litert_backend import BACKENDS, load_tflite_backend
+from edge_offload.zoo.people_tracking import (
+    DEFAULT_DETECT_EVERY,
+    DetectionSchedule,
+    PeopleTracker,
+    seeds_from_outputs,
+)
 from offload_interfaces.action import Offload
 from offload_interfaces.msg import PersonArray
 
 PARAMETERS = (
-    ParamSpec('model', 'blazepose_people', 'People model of the zoo to run on each frame.'),
+    ParamSpec(
+        'model',
+        'blazepose_people',
+        'People model of the zoo: run on each frame, or with tracking the multi-person front '
+        'end that finds people to track (it must output rois and confidences).',
+    ),
+    ParamSpec(
+        'tracking',
+        True,
+        'Track people between front-end runs with one landmark run per person and frame on '
+        'this node (read-only).',
+        read_only=True,
+    ),
+    ParamSpec(
+        'detect_every_n_frames',
+        DEFAULT_DETECT_EVERY,
+        'With tracking: run the front end every this many frames (and at once when a track '
+        'is lost or nobody is tracked).',
+        1,
+        10000,
+        True,
+    ),
+    ParamSpec(
+        'tracking_backend',
+        'litert',
+        f'With tracking: runtime of the landmark net on this node, one of {", ".join(BACKENDS)} '
+        '(litert: the original .tflite on LiteRT, faster on CPUs; torch: the torch port).',
+        read_only=True,
+    ),
+    ParamSpec(
+        'tracking_threads',
+        1,
+        'With tracking: intra-op threads of the LiteRT landmark net (the torch backend uses '
+        "the process's torch threads).",
+        1,
+        64,
+        True,
+    ),
     ParamSpec(
         'image_input_name', 'image', 'Name of the model input that receives the camera image.'
     ),
@@ -131,6 +190,10 @@ class _Frame:
     received_s: float
 
 
+# Turns a goal's outputs into results; returns why they are unusable, or None.
+_OutputsHandler = Callable[[_Frame, Offload.Result, dict[str, np.ndarray]], str | None]
+
+
 class PeopleDetectionNode(Node):
     """Offload people detection per camera frame and publish people, markers and images."""
 
@@ -150,6 +213,11 @@ class PeopleDetectionNode(Node):
             )
         self._model_is_trained = spec.trained
         self._model_spec = spec
+        self._worker: TrackingWorker[_Frame] | None = None
+        if self._config['tracking']:
+            self._worker = self._tracking_worker(model, spec.outputs)
+        # The frame the tracking thread wants the front end run on (handed to the executor).
+        self._due_detection: _Frame | None = None
         if not spec.trained:
             self.get_logger().warning(
                 f'model {model!r} is untrained (random weights): its people are not '
@@ -163,6 +231,9 @@ class PeopleDetectionNode(Node):
         self._next_goal = 0
         self._pinhole: Pinhole | None = None
         self._latencies_s: collections.deque[float] = collections.deque(maxlen=LATENCY_WINDOW)
+        self._front_end_latencies_s: collections.deque[float] = collections.deque(
+            maxlen=LATENCY_WINDOW
+        )
         self._counts = collections.Counter()
         self._last_mode = ''
         self._last_people = 0
@@ -174,6 +245,7 @@ class PeopleDetectionNode(Node):
         self._retiring_subscription: tuple[Subscription, float] | None = None
 
         self._client = ActionClient(self, Offload, 'offload')
+        self._detection_wake = self.create_guard_condition(self._send_due_detection)
         self._people_pub = self.create_publisher(PersonArray, 'people', 10)
         self._markers_pub = self.create_publisher(MarkerArray, 'people/markers', 10)
         self._annotated_pub = self.create_publisher(
@@ -188,14 +260,51 @@ class PeopleDetectionNode(Node):
         self.create_timer(0.1, self._tick)
         self.create_timer(self._config['diagnostics_period_s'], self._publish_diagnostics)
         mode = self._config['mode'] or 'bridge default'
+        if self._worker is None:
+            how = f'{model!r} on every frame via the offload action'
+        else:
+            how = (
+                f'tracking ({self._config["tracking_backend"]} landmark net, '
+                f'{self._config["tracking_threads"]} thread(s)); front end {model!r} via the '
+                f'offload action every {self._config["detect_every_n_frames"]} frames'
+            )
         self.get_logger().info(
-            f'people detection with {model!r} via the offload action '
-            f'(mode {mode}, queue {self._config["queue_size"]})'
+            f'people detection: {how} (mode {mode}, queue {self._config["queue_size"]})'
+        )
+
+    def _tracking_worker(self, model: str, outputs: tuple[str, ...]) -> TrackingWorker[_Frame]:
+        missing = [name for name in ('rois', 'confidences') if name not in outputs]
+        if missing:
+            raise ValueError(
+                f'model {model!r} does not output {missing}, so it cannot seed tracking; use a '
+                'BlazePose people model or set tracking to false'
+            )
+        backend = self._config['tracking_backend']
+        if backend not in BACKENDS:
+            raise ValueError(f'tracking_backend must be one of {BACKENDS}, got {backend!r}')
+        net = load_tflite_backend(
+            asset_path(LANDMARK_ASSET), backend, num_threads=self._config['tracking_threads']
+        )
+        return TrackingWorker(
+            PeopleTracker(BlazePoseLandmarker(model=net)),
+            DetectionSchedule(self._config['detect_every_n_frames']),
+            to_rgb=lambda frame: imgmsg_to_cv2(frame.image, 'rgb8'),
+            on_people=self._on_tracked_people,
+            on_detection_due=self._on_detection_due,
+            on_error=self._on_tracking_error,
+            queue_size=self._config['queue_size'],
         )
 
     def busy(self) -> bool:
         """Return True while frames wait or goals are outstanding (thread-safe read)."""
-        return bool(self._queue) or bool(self._outstanding)
+        tracking = self._worker is not None and self._worker.busy()
+        return bool(self._queue) or bool(self._outstanding) or tracking
+
+    def destroy_node(self) -> None:
+        """Stop the tracking thread, then destroy the node."""
+        if self._worker is not None:
+            self._worker.stop()
+        super().destroy_node()
 
     # -- frames -------------------------------------------------------------------------
 
@@ -244,10 +353,64 @@ class PeopleDetectionNode(Node):
                     f'far): {reason}'
                 )
             return
+        if self._worker is not None:
+            self._worker.submit(_Frame(message, time.monotonic()))
+            return
         if len(self._queue) == self._queue.maxlen:
             self._counts['frames_dropped'] += 1
         self._queue.append(_Frame(message, time.monotonic()))
         self._pump()
+
+    # -- tracking (callbacks of the tracking thread, and the front end's answers) -------
+
+    def _on_detection_due(self, frame: _Frame) -> None:
+        # Goals are sent from the executor: the guard condition hands the frame over.
+        self._due_detection = frame
+        self._detection_wake.trigger()
+
+    def _send_due_detection(self) -> None:
+        frame, self._due_detection = self._due_detection, None
+        if frame is None or self._worker is None:
+            return
+        self._abandon_unanswered_goals()
+        if not self._client.server_is_ready():
+            self._worker.detection_failed()
+            self.get_logger().warning(
+                'offload bridge action server not available; tracking without the front end',
+                throttle_duration_sec=5.0,
+            )
+            return
+        self._send(frame, self._on_front_end_outputs)
+
+    def _on_front_end_outputs(
+        self, frame: _Frame, result: Offload.Result, outputs: dict[str, np.ndarray]
+    ) -> str | None:
+        try:
+            seeds = seeds_from_outputs(outputs, self._config['min_score'])
+        except ValueError as error:
+            return f'model outputs cannot seed tracking: {error}'
+        assert self._worker is not None  # noqa: S101 - only sent with tracking on
+        self._worker.add_seeds(seeds)
+        self._front_end_latencies_s.append(time.monotonic() - frame.received_s)
+        self._last_mode = result.mode_used
+        return None
+
+    def _on_tracked_people(self, frame: _Frame, people: list[Person]) -> None:
+        found = People(
+            np.array([p.box for p in people], np.float32).reshape(-1, 4),
+            np.array([p.score for p in people], np.float32),
+            np.array([p.keypoints for p in people], np.float32).reshape(-1, 17, 3),
+        )
+        found = found.kept(self._config['min_score'])
+        self._latencies_s.append(time.monotonic() - frame.received_s)
+        self._counts['results'] += 1
+        self._last_people = len(found)
+        self._publish(frame.image, found, f'{self._last_mode or "none"}+tracking')
+
+    def _on_tracking_error(self, frame: _Frame, error: Exception) -> None:
+        self.get_logger().warning(
+            f'frame not tracked: {type(error).__name__}: {error}', throttle_duration_sec=2.0
+        )
 
     def _tick(self) -> None:
         self._release_image_buffers()
@@ -299,7 +462,7 @@ class PeopleDetectionNode(Node):
             self._bridge_missing_since = None
             self._send(self._queue.popleft())
 
-    def _send(self, frame: _Frame) -> None:
+    def _send(self, frame: _Frame, on_outputs: _OutputsHandler | None = None) -> None:
         goal = Offload.Goal()
         goal.header = frame.image.header
         goal.model = self._config['model']
@@ -313,9 +476,18 @@ class PeopleDetectionNode(Node):
         self._outstanding[sequence] = time.monotonic()
         self._counts['goals_sent'] += 1
         future = self._client.send_goal_async(goal)
-        future.add_done_callback(lambda done: self._on_goal_response(done, frame, sequence))
+        handler = on_outputs or self._on_people_outputs
+        future.add_done_callback(
+            lambda done: self._on_goal_response(done, frame, sequence, handler)
+        )
 
-    def _on_goal_response(self, future, frame: _Frame, sequence: int) -> None:  # noqa: ANN001
+    def _on_goal_response(
+        self,
+        future,  # noqa: ANN001
+        frame: _Frame,
+        sequence: int,
+        handler: _OutputsHandler,
+    ) -> None:
         handle = future.result()
         if sequence not in self._outstanding:
             return  # abandoned meanwhile
@@ -323,7 +495,7 @@ class PeopleDetectionNode(Node):
             self._finish_failed(sequence, 'goal rejected by the offload bridge')
             return
         handle.get_result_async().add_done_callback(
-            lambda done: self._on_result(done, frame, sequence)
+            lambda done: self._on_result(done, frame, sequence, handler)
         )
 
     def _abandon_unanswered_goals(self) -> None:
@@ -335,6 +507,8 @@ class PeopleDetectionNode(Node):
             if now - sent > timeout_s:
                 del self._outstanding[sequence]
                 self._counts['goals_abandoned'] += 1
+                if self._worker is not None:
+                    self._worker.detection_failed()
                 self.get_logger().warning(
                     f'no result from the offload bridge {timeout_s:.1f} s after a goal: '
                     'abandoned it (was the bridge restarted?)',
@@ -344,10 +518,18 @@ class PeopleDetectionNode(Node):
     def _finish_failed(self, sequence: int, reason: str) -> None:
         self._outstanding.pop(sequence, None)
         self._counts['errors'] += 1
+        if self._worker is not None:
+            self._worker.detection_failed()
         self.get_logger().warning(f'frame not processed: {reason}', throttle_duration_sec=2.0)
         self._pump()
 
-    def _on_result(self, future, frame: _Frame, sequence: int) -> None:  # noqa: ANN001
+    def _on_result(
+        self,
+        future,  # noqa: ANN001
+        frame: _Frame,
+        sequence: int,
+        handler: _OutputsHandler,
+    ) -> None:
         if sequence not in self._outstanding:
             self._counts['late_results_ignored'] += 1
             return
@@ -364,23 +546,35 @@ class PeopleDetectionNode(Node):
             return
         try:
             outputs = {blob.name: from_tensor_blob(blob) for blob in result.outputs}
-            people = People.from_outputs(outputs, self._config['min_score'])
-        except (TensorBlobError, PeopleOutputError) as error:
-            self._finish_failed(sequence, f'model outputs are not people: {error}')
+        except TensorBlobError as error:
+            self._finish_failed(sequence, f'model outputs are not readable: {error}')
+            return
+        problem = handler(frame, result, outputs)
+        if problem is not None:
+            self._finish_failed(sequence, problem)
             return
         del self._outstanding[sequence]
-        self._counts['results'] += 1
         if result.fell_back:
             self._counts['fallbacks'] += 1
             self.get_logger().warning(
                 f'inference fell back to {result.mode_used}: {result.fallback_reason}',
                 throttle_duration_sec=5.0,
             )
+        self._pump()
+
+    def _on_people_outputs(
+        self, frame: _Frame, result: Offload.Result, outputs: dict[str, np.ndarray]
+    ) -> str | None:
+        try:
+            people = People.from_outputs(outputs, self._config['min_score'])
+        except PeopleOutputError as error:
+            return f'model outputs are not people: {error}'
+        self._counts['results'] += 1
         self._latencies_s.append(time.monotonic() - frame.received_s)
         self._last_mode = result.mode_used
         self._last_people = len(people)
         self._publish(frame.image, people, result.mode_used)
-        self._pump()
+        return None
 
     def _publish(self, image: Image, people: People, mode: str) -> None:
         header = image.header
@@ -431,6 +625,27 @@ class PeopleDetectionNode(Node):
         if latencies is not None:
             values['latency_p50_s'] = f'{np.percentile(latencies, 50):.4f}'
             values['latency_p95_s'] = f'{np.percentile(latencies, 95):.4f}'
+        if self._worker is not None:
+            stats = self._worker.stats
+            values.update(
+                tracked_people=stats.tracked_now,
+                frames_tracked=stats.frames_tracked,
+                frames_dropped=stats.frames_dropped,
+                frames_not_tracked=stats.frames_failed,
+                landmark_runs=stats.landmark_runs,
+                tracks_started=stats.tracks_started,
+                tracks_lost=stats.tracks_lost,
+                front_end_requests=stats.detections_requested,
+                front_end_answers=stats.detections_answered,
+            )
+            frames = max(stats.frames_tracked, 1)
+            for stage in ('convert', 'catch_up', 'landmarks', 'publish'):
+                seconds = getattr(stats, f'{stage}_s')
+                values[f'tracking_{stage}_ms_per_frame'] = f'{seconds / frames * 1e3:.1f}'
+
+            if self._front_end_latencies_s:
+                front_end = np.array(self._front_end_latencies_s)
+                values['front_end_latency_p50_s'] = f'{np.percentile(front_end, 50):.4f}'
         if self._last_refusal:
             values['last_refusal_reason'] = self._last_refusal
         status.values = [KeyValue(key=key, value=str(value)) for key, value in values.items()]

@@ -64,8 +64,12 @@ class People:
             )
         if not (np.isfinite(boxes).all() and np.isfinite(scores).all()):
             raise PeopleOutputError('people boxes or scores are not finite')
-        keep = scores >= min_score
-        return cls(boxes[keep], scores[keep], keypoints[keep])
+        return cls(boxes, scores, keypoints).kept(min_score)
+
+    def kept(self, min_score: float) -> People:
+        """Return the people scoring at least ``min_score``."""
+        keep = self.scores >= min_score
+        return People(self.boxes[keep], self.scores[keep], self.keypoints[keep])
 
     def __len__(self) -> int:
         return len(self.boxes)

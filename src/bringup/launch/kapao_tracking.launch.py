@@ -62,8 +62,10 @@ _PARAMETER_ARGUMENTS = (
     ),
     (
         'model',
-        'People model of the zoo (blazepose_people, blazepose_fast_people; kapao_s/m/l are '
-        'untrained, for latency experiments); the bridge and a local server load it too',
+        'People model of the zoo: with tracking the front end that finds people to track '
+        '(blazepose_lite_people, blazepose_people), without it the model run on every frame '
+        '(also blazepose_fast_people; kapao_s/m/l are untrained, for latency experiments); '
+        'the bridge and a local server load it too',
     ),
     (
         'server_endpoint',
@@ -80,6 +82,20 @@ _PARAMETER_ARGUMENTS = (
         "New folder for a rosbag2 of the run's topics (metrics next to it as "
         '<folder>.metrics.json)',
     ),
+)
+# The rate_mode argument: sensor_source's pacing; '' leaves the file's value, like the above.
+_RATE_MODE_DESCRIPTION = (
+    "Pacing of sensor_source: realtime (the source's timeline), fixed (rate_hz), max (as fast "
+    "as the source reads) or every_frame (each frame once the last one's result has come: "
+    'every frame evaluated, none dropped; makes the source, people_detection, bag_recorder and '
+    "tracking_monitor use reliable sensor QoS); '' = the parameter file's value"
+)
+# every_frame must lose no frame: these nodes then publish or subscribe the camera reliably.
+_RELIABLE_FOR_EVERY_FRAME = (
+    'sensor_source',
+    'people_detection',
+    'bag_recorder',
+    'tracking_monitor',
 )
 # Topics the graph exchanges with the robot, remapped when given another name.
 _TOPIC_ARGUMENTS = (
@@ -127,6 +143,9 @@ def generate_launch_description() -> LaunchDescription:
                 )
                 for name, description in _PARAMETER_ARGUMENTS
             ),
+            DeclareLaunchArgument(
+                'rate_mode', default_value='', description=_RATE_MODE_DESCRIPTION
+            ),
             *(
                 DeclareLaunchArgument(name, default_value=default, description=description)
                 for name, default, description in _TOPIC_ARGUMENTS
@@ -162,6 +181,11 @@ def _graph(context: LaunchContext) -> list[Action]:
     )
     sections = load_parameter_file(argument(context, 'params_file'))
     parameters = graph_parameters(sections, graph_arguments)
+    if argument(context, 'rate_mode'):
+        parameters['sensor_source']['rate_mode'] = argument(context, 'rate_mode')
+    if parameters['sensor_source'].get('rate_mode') == 'every_frame':
+        for node in _RELIABLE_FOR_EVERY_FRAME:
+            parameters[node]['reliable_sensor_qos'] = True
     follow = enabled(context, 'follow')
     uses_accumo = parameters['people_tracker']['depth_source'] == 'accumo'
     wanted = {

@@ -3,8 +3,10 @@
 """The tracking slice across processes: video source -> detection -> bridge (nnto) -> server.
 
 Four processes talk over DDS (and the bridge to the edge server over CURVE-encrypted TCP):
-30 real ``vtest.avi`` frames go in, 30 ``PersonArray`` messages come out, offloaded, with
-the same people as the model run locally in this process on the same frames. The replay
+30 real ``vtest.avi`` frames go in, 30 ``PersonArray`` messages come out. Per frame
+(``tracking: false``) they are offloaded, with the same people as the model run locally in
+this process on the same frames; with tracking the front end is offloaded on a few frames
+and the people are tracked on the others. The replay
 uses reliable sensor QoS: best-effort 1.3 MB frames between processes do get lost.
 """
 
@@ -14,6 +16,7 @@ import cv2
 import numpy as np
 import pytest
 import torch
+from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.node import Node
 from scipy.optimize import linear_sum_assignment
 
@@ -28,6 +31,7 @@ from edge_offload.testing import (
     spin_until,
     wait_for_bridge_connection,
 )
+from edge_offload.zoo.detection_metrics import iou_matrix
 from offload_interfaces.msg import PersonArray
 
 MODEL = 'blazepose_people'
@@ -75,6 +79,7 @@ def test_video_frames_are_offloaded_and_match_local(
         node_command(
             'bringup.people_detection_node',
             model=MODEL,
+            tracking=False,
             queue_size=64,
             min_score=0.0,
             publish_annotated=True,
@@ -133,3 +138,92 @@ def test_video_frames_are_offloaded_and_match_local(
             found = keypoints[:, 2] > 0
             np.testing.assert_allclose(np.array(got_points)[found], keypoints[found, :2], atol=0.5)
     assert sum(len(message.people) for message in received) > 0, 'no people in 30 frames'
+
+
+def test_tracked_people_across_processes(
+    tmp_path, ros_context, ros_executor, ros_processes, local_people
+):
+    """With tracking (the default) every frame gets people; the front end runs on a few.
+
+    The front end's answers come back a variable number of frames late, so the tracked
+    people are compared with the per-frame model's loosely.
+    """
+    keys = make_test_keys(tmp_path / 'keys')
+    port = free_tcp_port()
+    ros_processes.start(edge_server_node_command(port, keys, [MODEL]), name='edge_server')
+    bridge = ros_processes.start(
+        offload_bridge_node_command(port, keys, [MODEL], mode='nnto', fallback_to_local=False),
+        name='offload_bridge',
+    )
+    detection = ros_processes.start(
+        node_command(
+            'bringup.people_detection_node',
+            model=MODEL,
+            detect_every_n_frames=5,
+            queue_size=64,
+            min_score=0.0,
+            reliable_sensor_qos=True,
+        ),
+        name='people_detection',
+    )
+    received: list[PersonArray] = []
+    diagnostics: list[dict[str, str]] = []
+    node = Node('people_tracking_system_test', context=ros_context)
+    node.create_subscription(PersonArray, 'people', received.append, 100)
+    node.create_subscription(
+        DiagnosticArray,
+        '/diagnostics',
+        lambda m: diagnostics.extend(
+            {v.key: v.value for v in s.values} for s in m.status if 'people detection' in s.name
+        ),
+        10,
+    )
+    ros_executor.add_node(node)
+    assert spin_until(ros_executor, lambda: node.count_publishers('people') > 0, timeout_s=30.0), (
+        ros_processes.output(detection)
+    )
+    assert wait_for_bridge_connection(ros_executor, node), ros_processes.output(bridge)
+    source = ros_processes.start(
+        node_command(
+            'bringup.sensor_source_node',
+            source='video',
+            uri=str(asset_path('media/opencv/vtest.avi')),
+            rate_mode='fixed',
+            rate_hz=10.0,
+            max_frames=FRAMES,
+            wait_for_subscribers=1,
+            reliable_sensor_qos=True,
+        ),
+        name='sensor_source',
+    )
+    done = spin_until(ros_executor, lambda: len(received) >= FRAMES, timeout_s=180.0)
+    assert done, (
+        f'{len(received)} of {FRAMES} results\n'
+        + ros_processes.output(source)
+        + ros_processes.output(detection)
+    )
+    spin_until(ros_executor, lambda: False, timeout_s=1.5)  # one more diagnostics period
+    node.destroy_node()
+
+    received.sort(key=lambda message: (message.header.stamp.sec, message.header.stamp.nanosec))
+    modes = {message.offload_mode for message in received}
+    assert modes <= {'none+tracking', 'nnto+tracking'}, modes
+    assert received[-1].offload_mode == 'nnto+tracking'
+    status = diagnostics[-1]
+    requests = int(status['front_end_requests'])
+    assert 1 <= requests < FRAMES // 2, status
+    assert int(status['frames_tracked']) == FRAMES
+    assert int(status['tracks_started']) > 0
+    # After the first answer the tracker follows people the per-frame model finds. How many
+    # depends on how late the answers come (benchmarks/people_tracking_accuracy.py
+    # measures it against hand labels); here: some, on the frames after the first answer.
+    first = next(i for i, m in enumerate(received) if m.offload_mode == 'nnto+tracking')
+    matched = total = 0
+    for message, local in zip(received[first + 1 :], local_people[first + 1 :], strict=True):
+        boxes = np.array([_box(person) for person in message.people]).reshape(-1, 4)
+        wanted = local['boxes'][local['scores'] >= 0.5]
+        total += len(wanted)
+        if len(boxes) and len(wanted):
+            matched += int((iou_matrix(wanted, boxes).max(axis=1) >= 0.5).sum())
+    print(f'{matched} of {total} people of the per-frame model tracked')  # noqa: T201
+    assert matched > 0, f'none of {total} people of the per-frame model tracked'

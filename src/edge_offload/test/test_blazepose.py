@@ -200,6 +200,7 @@ def test_people_specs() -> None:
     specs = [
         blazepose.blazepose_people(),
         blazepose.blazepose_fast_people(),
+        blazepose.blazepose_lite_people(),
         blazepose.blazepose_hog_people(),
         blazepose.blazepose_detector_people(),
         blazepose.blazepose_tiled_people(),
@@ -207,13 +208,14 @@ def test_people_specs() -> None:
     assert [s.name for s in specs] == [
         'blazepose_people',
         'blazepose_fast_people',
+        'blazepose_lite_people',
         'blazepose_hog_people',
         'blazepose_detector_people',
         'blazepose_tiled_people',
     ]
     for spec in specs:
         assert spec.trained
-        assert spec.outputs == ('boxes', 'scores', 'keypoints')
+        assert spec.outputs == ('boxes', 'scores', 'keypoints', 'rois', 'confidences')
         assert spec.inputs['image'].dtype == torch.uint8
         assert spec.inputs['image'].shape == (1, 3, None, None)
         assert 'MediaPipe' in spec.description

@@ -1,0 +1,223 @@
+# Copyright 2026 The edge_offload authors
+# SPDX-License-Identifier: Apache-2.0
+"""Accuracy of the people pipelines: detection on every frame against tracking between.
+
+Boxes: data/annotations/vtest_people_boxes.json (every visible person boxed on frames 0,
+40, ..., 760 of vtest.avi; IoU >= 0.5, recall over people taller than 60 px, see
+edge_offload.zoo.detection_metrics). Keypoints: data/annotations/keypoints_by_hand.json
+(median of four hand annotations on two photos).
+
+Variants:
+
+* ``per_frame``: ``BlazePosePeople`` (hybrid front end, second pass, flip test) on each
+  labelled frame on its own, what the main job did before tracking;
+* ``tracked/D``: ``TrackedPeople`` over every frame of the video up to the last labelled
+  one: the front end of ``people_detection`` (``blazepose_lite_people``'s settings) every
+  ``--every`` frames (sooner when a track is lost), answering D frames late (``--delays``;
+  the front end's measured time in ``make run`` is 0.5-0.8 s, 5-8 frames), and one
+  landmark run per tracked person on every frame. On a photo the tracked keypoints are
+  those of the ``--still-frames``-th frame of the photo repeated.
+
+    python benchmarks/people_tracking_accuracy.py [--variants per_frame tracked]
+        [--every 10] [--delays 0 5 10] [--backend litert] [--output results/...json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import cv2
+import numpy as np
+import torch
+
+from edge_offload.assets import asset_path
+from edge_offload.zoo.blazepose import (
+    COCO_KEYPOINT_NAMES,
+    DETECTOR_ASSET,
+    LANDMARK_ASSET,
+    BlazePoseDetector,
+    BlazePoseLandmarker,
+    BlazePosePeople,
+    Person,
+)
+from edge_offload.zoo.detection_metrics import (
+    IOU_THRESHOLD,
+    MIN_HEIGHT,
+    Counts,
+    evaluate_frame,
+    nearest_box,
+)
+from edge_offload.zoo.litert_backend import BACKENDS, load_tflite_backend
+from edge_offload.zoo.people_tracking import PeopleTracker, TrackedPeople, people_front_end
+
+ROOT = Path(__file__).resolve().parent.parent
+BOXES = ROOT / 'data' / 'annotations' / 'vtest_people_boxes.json'
+KEYPOINTS = ROOT / 'data' / 'annotations' / 'keypoints_by_hand.json'
+DEFAULT_OUTPUT = ROOT / 'results' / 'people_tracking_accuracy.json'
+VARIANTS = ('per_frame', 'tracked')
+
+
+def build(
+    variant: str, args: argparse.Namespace, delay: int = 0
+) -> Callable[[np.ndarray], list[Person]]:
+    """Return a fresh pipeline: RGB frame -> people, keeping state across calls."""
+    threads = args.threads
+    detector = BlazePoseDetector(
+        model=load_tflite_backend(asset_path(DETECTOR_ASSET), args.backend, num_threads=threads)
+    )
+    landmarker = BlazePoseLandmarker(
+        model=load_tflite_backend(asset_path(LANDMARK_ASSET), args.backend, num_threads=threads)
+    )
+    if variant == 'per_frame':
+        return BlazePosePeople(detector=detector, landmarker=landmarker).people
+    # blazepose_lite_people's settings
+    lite = BlazePosePeople(
+        detector=detector, landmarker=landmarker, refine_roi=False, flip_test=False, hog_scale=1.1
+    )
+    return TrackedPeople(
+        PeopleTracker(landmarker),
+        people_front_end(lite),
+        every_n_frames=args.every,
+        delay_frames=delay,
+    )
+
+
+def video_accuracy(variant: str, args: argparse.Namespace, delay: int) -> dict:
+    """Run ``variant`` on vtest.avi; count its boxes on the labelled frames."""
+    annotations = json.loads(BOXES.read_text())
+    truth = {int(f['index']): f['boxes'] for f in annotations['frames']}
+    pipeline = build(variant, args, delay)
+    capture = cv2.VideoCapture(str(asset_path(annotations['video'])))
+    total, per_frame, times = Counts(), {}, []
+    index = 0
+    try:
+        while index <= max(truth):
+            ok, bgr = capture.read()
+            if not ok:
+                raise SystemExit(f'{annotations["video"]} ends before frame {max(truth)}')
+            if variant == 'per_frame' and index not in truth:
+                index += 1
+                continue
+            image = np.ascontiguousarray(bgr[:, :, ::-1])
+            start = time.perf_counter()
+            people = pipeline(image)
+            times.append(time.perf_counter() - start)
+            if index in truth:
+                boxes = np.array([p.box for p in people]).reshape(-1, 4)
+                counts = evaluate_frame(boxes, truth[index])
+                total = total + counts
+                per_frame[index] = {'tp': counts.tp, 'fp': counts.fp, 'fn': counts.fn}
+            index += 1
+    finally:
+        capture.release()
+    result = {
+        'precision': total.precision,
+        'recall': total.recall,
+        'tp': total.tp,
+        'fp': total.fp,
+        'fn': total.fn,
+        'frames_run': len(times),
+        'mean_ms_per_frame': 1e3 * float(np.mean(times)),
+        'per_labelled_frame': per_frame,
+        # Frame 0 of a tracked run has no people yet (the front end's answer is not back).
+        'recall_without_frame_0': _recall_without_first(per_frame),
+    }
+    if isinstance(pipeline, TrackedPeople):
+        result['front_end_runs'] = pipeline.front_end_runs
+    return result
+
+
+def _recall_without_first(per_frame: dict[int, dict[str, int]]) -> float:
+    tp = sum(c['tp'] for index, c in per_frame.items() if index)
+    fn = sum(c['fn'] for index, c in per_frame.items() if index)
+    return tp / max(tp + fn, 1)
+
+
+def keypoint_accuracy(variant: str, args: argparse.Namespace) -> dict:
+    """Return the keypoint errors (px) of ``variant`` against the hand labels."""
+    labels = json.loads(KEYPOINTS.read_text())
+    errors: dict[str, float] = {}
+    for entry in labels['images']:
+        bgr = cv2.imread(str(asset_path(entry['asset'])))
+        image = np.ascontiguousarray(bgr[:, :, ::-1])
+        pipeline = build(variant, args)
+        repeats = 1 if variant == 'per_frame' else args.still_frames
+        for _ in range(repeats):
+            people = pipeline(image)
+        for person in entry['people']:
+            found = None
+            if people:
+                boxes = np.stack([p.box for p in people])
+                found = people[nearest_box(boxes, person['box'])].keypoints
+            for name, point in person['keypoints'].items():
+                key = f'{Path(entry["asset"]).stem}/{name}'
+                errors[key] = (
+                    float('inf')
+                    if found is None
+                    else float(np.linalg.norm(found[COCO_KEYPOINT_NAMES.index(name), :2] - point))
+                )
+    values = np.array(list(errors.values()))
+    return {
+        'mean_px': float(values.mean()),
+        'within_10_px': int((values <= 10.0).sum()),
+        'keypoints': len(values),
+        'errors_px': errors,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser.add_argument('--variants', nargs='+', choices=VARIANTS, default=list(VARIANTS))
+    parser.add_argument('--every', type=int, default=10, help='front end every N frames')
+    parser.add_argument(
+        '--delays', type=int, nargs='+', default=[0, 5, 10], help='front-end answer delays, frames'
+    )
+    parser.add_argument('--still-frames', type=int, default=5, help='tracked frames of a photo')
+    parser.add_argument('--backend', choices=BACKENDS, default='litert')
+    parser.add_argument('--threads', type=int, default=1, help='torch, LiteRT, OpenCV threads')
+    parser.add_argument('--output', type=Path, default=DEFAULT_OUTPUT)
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    cv2.setNumThreads(args.threads)
+
+    results = {}
+    for variant in args.variants:
+        keypoints = keypoint_accuracy(variant, args)
+        for delay in [0] if variant == 'per_frame' else args.delays:
+            name = variant if variant == 'per_frame' else f'{variant}/{delay}'
+            results[name] = {'boxes': video_accuracy(variant, args, delay), 'keypoints': keypoints}
+            print(f'{name}: done', flush=True)
+    print(
+        f'vtest.avi labelled frames (IoU >= {IOU_THRESHOLD}, recall over people taller than '
+        f'{MIN_HEIGHT:.0f} px); keypoints on 2 photos; backend {args.backend}, '
+        f'{args.threads} thread(s); tracked/D: front end every {args.every} frames, answering '
+        f'D frames late; photos tracked for {args.still_frames} frames'
+    )
+    print(
+        '| variant | precision | recall | recall without frame 0 | TP | FP | FN '
+        '| keypoints within 10 px | mean px |'
+    )
+    print('|---|---|---|---|---|---|---|---|---|')
+    for variant, r in results.items():
+        b, k = r['boxes'], r['keypoints']
+        print(
+            f'| {variant} | {b["precision"]:.3f} | {b["recall"]:.3f} '
+            f'| {b["recall_without_frame_0"]:.3f} | {b["tp"]} | {b["fp"]} | {b["fn"]} '
+            f'| {k["within_10_px"]}/{k["keypoints"]} | {k["mean_px"]:.2f} |'
+        )
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(
+        json.dumps({'settings': vars(args) | {'output': str(args.output)}, 'results': results})
+        + '\n'
+    )
+    print(f'wrote {args.output}')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,189 @@
+# Copyright 2026 The edge_offload authors
+# SPDX-License-Identifier: Apache-2.0
+"""The people detection node's tracking thread (no rclpy: callbacks in, callbacks out).
+
+Frames go into a bounded queue that drops its oldest frame when full (a tracker wants the
+newest frame, not a backlog). One thread takes them in order and, per frame:
+
+1. starts tracks for the people of any front-end answer that came in meanwhile
+   (``add_seeds``, called from the node's action callbacks), each followed first
+   through the frames tracked since the one the front end saw (``CatchUpFrames``);
+2. asks for the multi-person front end when ``DetectionSchedule`` says it is due and none
+   is outstanding (``on_detection_due(item)``: the node sends that frame to the bridge);
+3. runs the tracker on the frame and hands the people to ``on_people``.
+
+The front end thus runs beside tracking, on the edge server or in the bridge, never in
+front of it. A front end that fails or never answers is given up by the node
+(``detection_failed``) and asked again on the next frame.
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+import numpy as np
+
+from edge_offload.zoo.blazepose import Person
+from edge_offload.zoo.people_tracking import (
+    CatchUpFrames,
+    DetectionSchedule,
+    PeopleTracker,
+    Seed,
+)
+
+Item = TypeVar('Item')
+
+
+@dataclass
+class TrackingStats:
+    """Counters of the tracking thread (written by it alone)."""
+
+    frames_tracked: int = 0
+    frames_dropped: int = 0
+    frames_failed: int = 0
+    landmark_runs: int = 0
+    tracks_lost: int = 0
+    tracks_started: int = 0
+    detections_requested: int = 0
+    detections_answered: int = 0
+    detections_failed: int = 0
+    tracked_now: int = 0
+    # Seconds spent per stage, over all tracked frames (mean = total / frames_tracked).
+    convert_s: float = 0.0
+    catch_up_s: float = 0.0
+    landmarks_s: float = 0.0
+    publish_s: float = 0.0
+
+
+class TrackingWorker(Generic[Item]):
+    """Track people on queued frames in a thread of its own (see the module docstring)."""
+
+    def __init__(
+        self,
+        tracker: PeopleTracker,
+        schedule: DetectionSchedule,
+        *,
+        to_rgb: Callable[[Item], np.ndarray],
+        on_people: Callable[[Item, list[Person]], None],
+        on_detection_due: Callable[[Item], None],
+        on_error: Callable[[Item, Exception], None],
+        queue_size: int = 1,
+    ) -> None:
+        if queue_size < 1:
+            raise ValueError(f'queue_size must be at least 1, got {queue_size}')
+        self.tracker = tracker
+        self.schedule = schedule
+        self.stats = TrackingStats()
+        self._to_rgb = to_rgb
+        self._on_people = on_people
+        self._on_detection_due = on_detection_due
+        self._on_error = on_error
+        self._queue: collections.deque[Item] = collections.deque(maxlen=queue_size)
+        self._seeds: list[Seed] | None = None
+        # Frames since the last front-end request (tracking thread only).
+        self._since = CatchUpFrames()
+        self._detection_outstanding = False
+        self._busy = False
+        self._stop = False
+        self._condition = threading.Condition()
+        self._thread = threading.Thread(target=self._run, name='people_tracking', daemon=True)
+        self._thread.start()
+
+    def submit(self, item: Item) -> bool:
+        """Queue a frame; return False when that dropped the oldest queued one."""
+        with self._condition:
+            dropped = len(self._queue) == self._queue.maxlen
+            if dropped:
+                self.stats.frames_dropped += 1
+            self._queue.append(item)
+            self._condition.notify()
+        return not dropped
+
+    def add_seeds(self, seeds: Sequence[Seed]) -> None:
+        """Hand over the front end's people; they are tracked from the next frame on."""
+        with self._condition:
+            self._seeds = list(seeds)
+            self._detection_outstanding = False
+            self.stats.detections_answered += 1
+
+    def detection_failed(self) -> None:
+        """Forget the outstanding front-end request; the next frame asks again."""
+        with self._condition:
+            self._detection_outstanding = False
+            self.stats.detections_failed += 1
+
+    def busy(self) -> bool:
+        """Return True while frames wait or one is being tracked."""
+        with self._condition:
+            return bool(self._queue) or self._busy
+
+    def stop(self, timeout_s: float = 2.0) -> None:
+        """Stop the thread after the frame it is on; queued frames are dropped."""
+        with self._condition:
+            self._stop = True
+            self._queue.clear()
+            self._condition.notify()
+        self._thread.join(timeout=timeout_s)
+
+    def _run(self) -> None:
+        while True:
+            with self._condition:
+                while not self._queue and not self._stop:
+                    self._condition.wait()
+                if self._stop:
+                    return
+                item = self._queue.popleft()
+                self._busy = True
+                seeds, self._seeds = self._seeds, None
+                # People of an answer in hand count as tracked: no new request for them.
+                tracked = len(self.tracker.tracks) + len(seeds or ())
+                ask = not self._detection_outstanding and self.schedule.due(
+                    self.stats.frames_tracked, tracked
+                )
+                if ask:
+                    self._detection_outstanding = True
+                    self.stats.detections_requested += 1
+            try:
+                self._track(item, seeds, ask)
+            finally:
+                with self._condition:
+                    self._busy = False
+
+    def _track(self, item: Item, seeds: list[Seed] | None, ask: bool) -> None:
+        frame = self.stats.frames_tracked
+        try:
+            if ask:
+                self.schedule.requested(frame)
+                self._on_detection_due(item)
+            started = time.perf_counter()
+            image = self._to_rgb(item)
+            converted = time.perf_counter()
+            if seeds:
+                self.stats.tracks_started += self.tracker.seed(seeds, self._since.frames())
+            if ask:
+                self._since.restart()
+            caught_up = time.perf_counter()
+            result = self.tracker.step(image)
+            stepped = time.perf_counter()
+            if not ask:
+                self._since.add(image)
+        except Exception as error:  # noqa: BLE001 - one bad frame must not end tracking
+            self.stats.frames_failed += 1
+            self._on_error(item, error)
+            return
+        self.schedule.note_lost(result.lost)
+        stats = self.stats
+        stats.frames_tracked += 1
+        stats.landmark_runs += result.landmark_runs
+        stats.tracks_lost += result.lost
+        stats.tracked_now = len(result.people)
+        stats.convert_s += converted - started
+        stats.catch_up_s += caught_up - converted
+        stats.landmarks_s += stepped - caught_up
+        self._on_people(item, result.people)
+        stats.publish_s += time.perf_counter() - stepped

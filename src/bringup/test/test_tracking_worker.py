@@ -1,0 +1,155 @@
+# Copyright 2026 The edge_offload authors
+# SPDX-License-Identifier: Apache-2.0
+"""The people detection node's tracking thread, without ROS: frames in, people out.
+
+The landmark net is the real BlazePose model; the front end's answer is the real
+``BlazePosePeople`` run on the photo, handed over as the node's action callback would.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import cv2
+import numpy as np
+import pytest
+
+from bringup.tracking_worker import TrackingWorker
+from edge_offload.assets import asset_path
+from edge_offload.zoo.blazepose import BlazePosePeople
+from edge_offload.zoo.people_tracking import DetectionSchedule, PeopleTracker, seeds_from_people
+
+
+def _wait(predicate, timeout_s: float = 30.0) -> bool:  # noqa: ANN001
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+@pytest.fixture(scope='module')
+def photo() -> np.ndarray:
+    return np.ascontiguousarray(
+        cv2.imread(str(asset_path('media/darknet/person.jpg')))[:, :, ::-1]
+    )
+
+
+@pytest.fixture(scope='module')
+def front_end() -> BlazePosePeople:
+    return BlazePosePeople()
+
+
+class _Recorder:
+    def __init__(self) -> None:
+        self.people: list[tuple[int, int]] = []  # (frame, people)
+        self.due: list[int] = []
+        self.errors: list[tuple[int, str]] = []
+        self.release = threading.Event()
+        self.release.set()
+
+    def on_people(self, item: tuple[int, np.ndarray], people: list) -> None:
+        self.release.wait(10.0)
+        self.people.append((item[0], len(people)))
+
+    def on_due(self, item: tuple[int, np.ndarray]) -> None:
+        self.due.append(item[0])
+
+    def on_error(self, item: tuple[int, np.ndarray], error: Exception) -> None:
+        self.errors.append((item[0], str(error)))
+
+
+def _to_rgb(item: tuple[int, np.ndarray | None]) -> np.ndarray:
+    if item[1] is None:
+        raise ValueError('not an RGB image')  # as imgmsg_to_cv2 on a depth image
+    return item[1]
+
+
+def _worker(front_end: BlazePosePeople, recorder: _Recorder, **kwargs) -> TrackingWorker:  # noqa: ANN003
+    return TrackingWorker(
+        PeopleTracker(front_end.landmarker),
+        DetectionSchedule(every_n_frames=kwargs.pop('every_n_frames', 3)),
+        to_rgb=_to_rgb,
+        on_people=recorder.on_people,
+        on_detection_due=recorder.on_due,
+        on_error=recorder.on_error,
+        **kwargs,
+    )
+
+
+def test_frames_are_tracked_once_the_front_end_answers(
+    photo: np.ndarray, front_end: BlazePosePeople
+) -> None:
+    recorder = _Recorder()
+    worker = _worker(front_end, recorder, queue_size=8)
+    try:
+        worker.submit((0, photo))
+        assert _wait(lambda: recorder.people == [(0, 0)])
+        assert recorder.due == [0]  # nobody tracked: the front end is asked at once
+        # No answer yet: no second request, whatever the schedule says.
+        worker.submit((1, photo))
+        assert _wait(lambda: len(recorder.people) == 2)
+        assert recorder.due == [0]
+        worker.add_seeds(seeds_from_people(front_end.people(photo)))
+        for frame in range(2, 6):
+            worker.submit((frame, photo))
+        assert _wait(lambda: len(recorder.people) == 6)
+        assert recorder.people[2:] == [(frame, 1) for frame in range(2, 6)]
+        # Answered at frame 0; due again 3 frames after that request.
+        assert recorder.due == [0, 3]
+        stats = worker.stats
+        assert (stats.frames_tracked, stats.tracks_started, stats.tracked_now) == (6, 1, 1)
+        assert stats.landmark_runs == 4
+        assert not worker.busy()
+    finally:
+        worker.stop()
+
+
+def test_a_full_queue_drops_its_oldest_frame(
+    photo: np.ndarray, front_end: BlazePosePeople
+) -> None:
+    recorder = _Recorder()
+    recorder.release.clear()  # hold the thread inside the first frame
+    worker = _worker(front_end, recorder, queue_size=2)
+    try:
+        worker.submit((0, photo))
+        assert _wait(lambda: worker.busy() and not worker._queue)  # noqa: SLF001
+        assert worker.submit((1, photo))
+        assert worker.submit((2, photo))
+        assert not worker.submit((3, photo))  # drops frame 1
+        recorder.release.set()
+        assert _wait(lambda: len(recorder.people) == 3)
+        assert [frame for frame, _ in recorder.people] == [0, 2, 3]
+        assert worker.stats.frames_dropped == 1
+    finally:
+        worker.stop()
+
+
+def test_a_frame_that_fails_is_reported_and_tracking_goes_on(
+    photo: np.ndarray, front_end: BlazePosePeople
+) -> None:
+    recorder = _Recorder()
+    worker = _worker(front_end, recorder)
+    try:
+        worker.submit((0, None))
+        assert _wait(lambda: recorder.errors)
+        assert recorder.errors == [(0, 'not an RGB image')]
+        worker.submit((1, photo))
+        assert _wait(lambda: recorder.people == [(1, 0)])
+        assert worker.stats.frames_failed == 1
+        # A failed front end is asked again on the next frame.
+        worker.detection_failed()
+        worker.submit((2, photo))
+        assert _wait(lambda: recorder.due[-1:] == [2])
+    finally:
+        worker.stop()
+
+
+def test_stop_ends_the_thread(front_end: BlazePosePeople) -> None:
+    worker = _worker(front_end, _Recorder())
+    worker.stop()
+    assert not worker._thread.is_alive()  # noqa: SLF001
+    with pytest.raises(ValueError, match='queue_size'):
+        _worker(front_end, _Recorder(), queue_size=0)

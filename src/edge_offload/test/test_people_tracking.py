@@ -1,0 +1,188 @@
+# Copyright 2026 The edge_offload authors
+# SPDX-License-Identifier: Apache-2.0
+"""People tracked between detections (edge_offload.zoo.people_tracking), on real images.
+
+The landmark net is the real BlazePose GHUM model (torch port); the photos are the ones
+the keypoint labels are on, so a tracked person can be checked against the front end.
+"""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+import pytest
+import torch
+
+from edge_offload.assets import asset_path
+from edge_offload.models import load_model
+from edge_offload.zoo.blazepose import BlazePoseLandmarker, BlazePosePeople, Roi
+from edge_offload.zoo.detection_metrics import iou_matrix
+from edge_offload.zoo.people_tracking import (
+    DetectionSchedule,
+    PeopleTracker,
+    Seed,
+    TrackedPeople,
+    people_front_end,
+    seeds_from_outputs,
+    seeds_from_people,
+)
+
+
+def _rgb(asset: str) -> np.ndarray:
+    return np.ascontiguousarray(cv2.imread(str(asset_path(asset)))[:, :, ::-1])
+
+
+@pytest.fixture(scope='module')
+def person() -> np.ndarray:
+    return _rgb('media/darknet/person.jpg')
+
+
+@pytest.fixture(scope='module')
+def front_end() -> BlazePosePeople:
+    return BlazePosePeople()
+
+
+@pytest.fixture(scope='module')
+def found(front_end: BlazePosePeople, person: np.ndarray) -> list:
+    people = front_end.people(person)
+    assert len(people) == 1
+    return people
+
+
+def test_a_seeded_person_is_tracked_on_the_next_frames(
+    front_end: BlazePosePeople, person: np.ndarray, found: list
+) -> None:
+    tracker = PeopleTracker(front_end.landmarker)
+    assert tracker.seed(seeds_from_people(found)) == 1
+    for _ in range(3):
+        result = tracker.step(person)
+        assert result.landmark_runs == 1
+        assert result.lost == 0
+        assert len(result.people) == 1
+        tracked = result.people[0]
+        assert tracked.source == 'tracked'
+        assert iou_matrix(tracked.box, found[0].box)[0, 0] > 0.85
+        # Keypoints of the one-pass tracked net stay within a few px of the front end's.
+        error = np.linalg.norm(tracked.keypoints[:, :2] - found[0].keypoints[:, :2], axis=1)
+        assert np.median(error) < 6.0
+    assert tracker.tracks[0].frames == 3
+
+
+def test_a_seed_on_a_tracked_person_starts_no_second_track(
+    front_end: BlazePosePeople, person: np.ndarray, found: list
+) -> None:
+    tracker = PeopleTracker(front_end.landmarker)
+    tracker.seed(seeds_from_people(found))
+    tracker.step(person)
+    assert tracker.seed(seeds_from_people(found)) == 0
+    assert len(tracker.tracks) == 1
+    # A seed elsewhere in the frame is somebody else.
+    far = Seed(np.array([0.0, 0.0, 40.0, 80.0]), Roi(20.0, 40.0, 100.0, 0.0), 0.9)
+    assert tracker.seed([far]) == 1
+    assert len(tracker.tracks) == 2
+
+
+def test_a_person_who_disappears_is_held_for_max_misses_frames_then_lost(
+    front_end: BlazePosePeople, person: np.ndarray, found: list
+) -> None:
+    tracker = PeopleTracker(front_end.landmarker, max_misses=2)
+    tracker.seed(seeds_from_people(found))
+    assert len(tracker.step(person).people) == 1
+    blank = np.zeros_like(person)
+    roi = tracker.tracks[0].roi
+    for _ in range(2):
+        result = tracker.step(blank)
+        assert result.people == []
+        assert result.lost == 0
+        assert tracker.tracks[0].roi == roi  # the last good ROI is kept
+    # Back in view within max_misses frames: reported again.
+    assert len(tracker.step(person).people) == 1
+    for _ in range(2):
+        tracker.step(blank)
+    result = tracker.step(blank)
+    assert result.lost == 1
+    assert tracker.tracks == ()
+
+
+def test_a_seed_on_nobody_is_dropped_at_its_first_frame(person: np.ndarray) -> None:
+    tracker = PeopleTracker(BlazePoseLandmarker())
+    nobody = Seed(np.array([0.0, 0.0, 30.0, 30.0]), Roi(15.0, 15.0, 30.0, 0.0), 0.9)
+    tracker.seed([nobody])
+    result = tracker.step(np.zeros_like(person))
+    assert result.people == []
+    assert result.lost == 1
+    assert tracker.tracks == ()
+
+
+def test_two_tracks_on_one_body_merge(
+    front_end: BlazePosePeople, person: np.ndarray, found: list
+) -> None:
+    tracker = PeopleTracker(front_end.landmarker, seed_iou=1.0)  # let both in
+    seed = seeds_from_people(found)[0]
+    shifted = Seed(
+        seed.box + 4.0, Roi(seed.roi.x_center + 4, seed.roi.y_center, seed.roi.size, 0), 0.5
+    )
+    assert tracker.seed([seed, shifted]) == 2
+    result = tracker.step(person)
+    assert result.merged == 1
+    assert len(result.people) == 1
+    assert len(tracker.tracks) == 1
+
+
+def test_detection_schedule() -> None:
+    schedule = DetectionSchedule(every_n_frames=3)
+    assert schedule.due(0, tracked=0)  # nothing run yet
+    schedule.requested(0)
+    assert not schedule.due(1, tracked=2)
+    assert schedule.due(1, tracked=0)  # nobody tracked: look again at once
+    assert schedule.due(3, tracked=2)
+    schedule.requested(3)
+    schedule.note_lost(0)
+    assert not schedule.due(4, tracked=2)
+    schedule.note_lost(1)
+    assert schedule.due(4, tracked=2)  # a track was lost
+    schedule.requested(4)
+    assert not schedule.due(5, tracked=2)
+    with pytest.raises(ValueError, match='every_n_frames'):
+        DetectionSchedule(every_n_frames=0)
+
+
+def test_tracked_people_runs_the_front_end_on_schedule_and_applies_it_late(
+    front_end: BlazePosePeople, person: np.ndarray
+) -> None:
+    calls: list[int] = []
+    run_front_end = people_front_end(front_end)
+
+    def counting(image: np.ndarray) -> list[Seed]:
+        calls.append(len(calls))
+        return run_front_end(image)
+
+    pipeline = TrackedPeople(
+        PeopleTracker(front_end.landmarker), counting, every_n_frames=4, delay_frames=2
+    )
+    found = [len(pipeline(person)) for _ in range(7)]
+    # Frames 0 and 1: the answer of frame 0 is not back; frame 2 on: tracked. While the
+    # first answer is outstanding no second request is made; the next is due at frame 4.
+    assert found == [0, 0, 1, 1, 1, 1, 1]
+    assert pipeline.front_end_runs == 2
+    with pytest.raises(ValueError, match='delay_frames'):
+        TrackedPeople(PeopleTracker(front_end.landmarker), counting, delay_frames=-1)
+
+
+def test_model_outputs_seed_the_tracker(person: np.ndarray, found: list) -> None:
+    model = load_model('blazepose_people')
+    image = torch.from_numpy(person).permute(2, 0, 1)[None].contiguous()
+    outputs = {name: value.numpy() for name, value in model({'image': image}).items()}
+    assert outputs['rois'].shape == (1, 4)
+    assert outputs['confidences'].shape == (1,)
+    seeds = seeds_from_outputs(outputs)
+    assert len(seeds) == 1
+    assert seeds[0].roi.x_center == pytest.approx(found[0].landmarks.next_roi().x_center, abs=0.1)
+    assert seeds[0].confidence == pytest.approx(found[0].confidence, abs=1e-5)
+    assert seeds_from_outputs(outputs, min_score=1.01) == []
+    with pytest.raises(ValueError, match='rois'):
+        seeds_from_outputs({'boxes': outputs['boxes'], 'scores': outputs['scores']})
+    with pytest.raises(ValueError, match='disagree'):
+        seeds_from_outputs(outputs | {'rois': np.zeros((2, 4))})
+    with pytest.raises(ValueError, match='non-finite'):
+        seeds_from_outputs(outputs | {'rois': np.full((1, 4), np.nan)})
