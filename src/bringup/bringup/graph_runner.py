@@ -28,12 +28,14 @@ from __future__ import annotations
 
 import argparse
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import rclpy
 from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
@@ -63,6 +65,7 @@ from edge_offload.offload_bridge_node import OffloadBridgeNode
 
 DRAIN_TIMEOUT_S = 30.0
 EDGE_SERVER_STOP_S = 5.0
+EDGE_SERVER_START_S = 120.0
 # The monitor's last result may still be on its way when detection is idle.
 _MONITOR_SETTLE_S = 1.0
 # Nodes of the graph that subscribe image_raw or camera_info with reliable_sensor_qos.
@@ -245,6 +248,26 @@ def _start_edge_server(params_file: Path, log_level: str) -> subprocess.Popen:
     return subprocess.Popen(command)  # noqa: S603 - our own interpreter and module
 
 
+def _await_edge_server(server: subprocess.Popen, endpoint: str) -> bool:
+    """Wait until the server accepts TCP connections on ``endpoint``; False if it does not.
+
+    It binds once its models are loaded; False when it exits first or takes over
+    ``EDGE_SERVER_START_S``. The graph starts after it, so a run offloads from its first
+    frame.
+    """
+    address = urlsplit(endpoint)
+    wildcard = address.hostname in (None, '*', '0.0.0.0')  # noqa: S104 - bound there, not by us
+    host = '127.0.0.1' if wildcard else address.hostname
+    deadline = time.monotonic() + EDGE_SERVER_START_S
+    while time.monotonic() < deadline and server.poll() is None:
+        try:
+            with socket.create_connection((host, address.port), timeout=0.5):
+                return True
+        except OSError:
+            time.sleep(0.2)
+    return False
+
+
 def _stop_edge_server(server: subprocess.Popen) -> None:
     if server.poll() is None:
         server.send_signal(signal.SIGINT)
@@ -268,6 +291,13 @@ def _run(args: argparse.Namespace, parameters: dict[str, dict], params_file: Pat
     try:
         if args.start_edge_server:
             server = _start_edge_server(params_file, args.log_level)
+            endpoint = parameters['edge_server']['endpoint']
+            if not _await_edge_server(server, endpoint):
+                rclpy.logging.get_logger('kapao_tracking').error(
+                    f'the edge server did not come up on {endpoint} within '
+                    f'{EDGE_SERVER_START_S:.0f} s (see its log above)'
+                )
+                return 1
         bridge = OffloadBridgeNode()
         nodes.append(bridge)
         lifecycle_nodes.append(bridge)

@@ -78,7 +78,9 @@ def test_recorded_run_is_reproduced_then_replayed_through_the_graph(recorded_run
     # replayed image, and every result matches one.
     from_image = replayed['people']['latency_from_image_ms']
     assert from_image['count'] == replayed['people']['frames']
-    assert 0.0 < from_image['max'] < replayed['people']['latency_ms']['max']
+    # Measured between the recorder's receipts: a tracked result (tens of ms) can be
+    # logged before the recorder has its 1.3 MB image, so the bound is from above only.
+    assert from_image['max'] < replayed['people']['latency_ms']['max']
     # A second replay into the same folder would overwrite it: refused.
     again = _run(
         sys.executable, '-m', 'bringup.bag_evaluator', str(bag),
