@@ -12,10 +12,11 @@ in video mode (``edge_offload.zoo.people_tracking``): a thread of this node runs
 BlazePose landmark net once per tracked person on every frame, on the ROI the person's
 previous landmarks predict (``tracking_backend``: LiteRT or the torch port, with
 ``tracking_threads`` threads), and the configured people model, the multi-person front
-end, runs on the offload bridge every ``detect_every_n_frames`` frames, or at once when a
-track is lost or nobody is tracked. Its answer comes back a few frames later and starts
-tracks for the people no track covers. The front end never holds a frame up; at most one
-request is outstanding. ``offload_mode`` of the results reads ``<front end mode>+tracking``.
+end, runs on the offload bridge every ``detect_every_n_frames`` frames, sooner (after a
+third of that) when a track is lost or nobody is tracked. Its answer comes back a few
+frames later and starts tracks for the people no track covers. The front end never holds
+a frame up; at most one request is outstanding. ``offload_mode`` of the results reads
+``<front end mode>+tracking``.
 
 Without ``tracking`` every frame is sent to the offload bridge as an ``Offload`` goal.
 Frames wait in a bounded queue while ``max_in_flight`` goals are outstanding; when it is
@@ -95,7 +96,7 @@ from offload_interfaces.msg import PersonArray
 PARAMETERS = (
     ParamSpec(
         'model',
-        'blazepose_people',
+        'blazepose_lite_people',
         'People model of the zoo: run on each frame, or with tracking the multi-person front '
         'end that finds people to track (it must output rois and confidences).',
     ),
@@ -109,8 +110,8 @@ PARAMETERS = (
     ParamSpec(
         'detect_every_n_frames',
         DEFAULT_DETECT_EVERY,
-        'With tracking: run the front end every this many frames (and at once when a track '
-        'is lost or nobody is tracked).',
+        'With tracking: run the front end every this many frames (after a third of that when '
+        'a track is lost or nobody is tracked).',
         1,
         10000,
         True,
@@ -279,11 +280,11 @@ class PeopleDetectionNode(Node):
                 f'model {model!r} does not output {missing}, so it cannot seed tracking; use a '
                 'BlazePose people model or set tracking to false'
             )
-        backend = self._config['tracking_backend']
-        if backend not in BACKENDS:
-            raise ValueError(f'tracking_backend must be one of {BACKENDS}, got {backend!r}')
+        # An unknown backend raises ValueError naming the choices: a configuration error.
         net = load_tflite_backend(
-            asset_path(LANDMARK_ASSET), backend, num_threads=self._config['tracking_threads']
+            asset_path(LANDMARK_ASSET),
+            self._config['tracking_backend'],
+            num_threads=self._config['tracking_threads'],
         )
         return TrackingWorker(
             PeopleTracker(BlazePoseLandmarker(model=net)),
