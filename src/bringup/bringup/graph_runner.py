@@ -27,6 +27,7 @@ source publishes the next frame when the last one's result has come (lossless: i
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import socket
 import subprocess
@@ -40,13 +41,14 @@ from urllib.parse import urlsplit
 import rclpy
 from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
 from rclpy.exceptions import ParameterException
-from rclpy.executors import MultiThreadedExecutor
+from rclpy.executors import SingleThreadedExecutor
 from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
 from rclpy.node import Node
 
 from accumo_ros.scheduler_node import AccumoSchedulerNode
 from bringup.bag_recorder_node import BagRecorderNode
 from bringup.camera_info_file import CameraInfoError
+from bringup.dds_profile import PROFILE_VARIABLE, large_frames_profile
 from bringup.follower_node import FollowerNode
 from bringup.graph_parameters import (
     GraphArguments,
@@ -55,19 +57,18 @@ from bringup.graph_parameters import (
     load_parameter_file,
     write_parameter_file,
 )
-from bringup.people_detection_node import PeopleDetectionNode
 from bringup.people_tracker_node import PeopleTrackerNode
 from bringup.sensor_source_node import RATE_MODES, SensorSourceNode
 from bringup.sensor_sources import SourceError, resolve_uri
-from bringup.tracking_monitor_node import TrackingMonitorNode
+from bringup.tracking_monitor_node import Summary, TrackingMonitorNode
 from edge_offload.keys import ensure_loopback_keys
 from edge_offload.offload_bridge_node import OffloadBridgeNode
 
 DRAIN_TIMEOUT_S = 30.0
 EDGE_SERVER_STOP_S = 5.0
 EDGE_SERVER_START_S = 120.0
-# The monitor's last result may still be on its way when detection is idle.
-_MONITOR_SETTLE_S = 1.0
+# After the source ends, results have stopped when none came for this long.
+_RESULTS_QUIET_S = 2.0
 # Nodes of the graph that subscribe image_raw or camera_info with reliable_sensor_qos.
 RELIABLE_CONSUMERS = ('people_detection', 'bag_recorder', 'tracking_monitor')
 
@@ -225,6 +226,10 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
     parameters = _runner_parameters(args, sections, keys)
+    # Before rclpy starts; the node processes started here inherit it.
+    profile = large_frames_profile(os.environ)
+    if profile is not None:
+        os.environ[PROFILE_VARIABLE] = profile
     with tempfile.TemporaryDirectory(prefix='kapao_tracking_') as directory:
         run_params = write_parameter_file(parameters, Path(directory) / 'parameters.yaml')
         rclpy.init(
@@ -233,17 +238,19 @@ def main(argv: list[str] | None = None) -> int:
         return _run(args, parameters, run_params)
 
 
-def _start_edge_server(params_file: Path, log_level: str) -> subprocess.Popen:
-    """Start the local edge server in a process of its own, configured and active.
+def _start_node_process(
+    module: str, params_file: Path, log_level: str, *extra: str
+) -> subprocess.Popen:
+    """Start a node of the graph in a process of its own, as ``ros2 launch`` would.
 
-    Its own process, as on a real edge machine: the server's Python work (the front end's
-    decoding and NMS) does not take the robot nodes' GIL; measured in one process, the
-    tracking thread kept up with half the frames.
+    The edge server, as on a real edge machine, and people detection: their Python work
+    (the front end's decoding, the tracking thread's crops and drawing) would otherwise
+    share one GIL with every other node. Measured on 2 cores with every robot node in one
+    process, that process sat at one core and kept up with half the frames.
     """
     command = [
-        sys.executable, '-m', 'edge_offload.edge_server_node',
-        '--ros-args', '--params-file', str(params_file), '-p', 'autostart:=true',
-        '--log-level', log_level,
+        sys.executable, '-m', module,
+        '--ros-args', '--params-file', str(params_file), *extra, '--log-level', log_level,
     ]  # fmt: skip
     return subprocess.Popen(command)  # noqa: S603 - our own interpreter and module
 
@@ -268,7 +275,7 @@ def _await_edge_server(server: subprocess.Popen, endpoint: str) -> bool:
     return False
 
 
-def _stop_edge_server(server: subprocess.Popen) -> None:
+def _stop_process(server: subprocess.Popen) -> None:
     if server.poll() is None:
         server.send_signal(signal.SIGINT)
         try:
@@ -278,8 +285,25 @@ def _stop_edge_server(server: subprocess.Popen) -> None:
             server.wait()
 
 
+def _await_last_results(summary: Summary, deadline: float, stop: threading.Event) -> None:
+    """Wait until every captured frame has its result or results stop coming.
+
+    Frames dropped on the way never get one: results have stopped when none came for
+    ``_RESULTS_QUIET_S`` (longer than a frame's tracking, shorter than the front end's
+    slowest answer is irrelevant: tracking does not wait for it).
+    """
+    last_count, last_change = summary.results, time.monotonic()
+    while summary.frames_without_result() and not stop.is_set():
+        now = time.monotonic()
+        if summary.results != last_count:
+            last_count, last_change = summary.results, now
+        if now - last_change > _RESULTS_QUIET_S or now > deadline:
+            return
+        time.sleep(0.05)
+
+
 def _run(args: argparse.Namespace, parameters: dict[str, dict], params_file: Path) -> int:
-    executor = MultiThreadedExecutor(num_threads=8)
+    executor = SingleThreadedExecutor()
     nodes: list[Node] = []
     lifecycle_nodes: list[LifecycleNode] = []
     stop = threading.Event()
@@ -288,9 +312,14 @@ def _run(args: argparse.Namespace, parameters: dict[str, dict], params_file: Pat
     monitor: TrackingMonitorNode | None = None
     recorder: BagRecorderNode | None = None
     server: subprocess.Popen | None = None
+    processes: list[subprocess.Popen] = []
+    logger = rclpy.logging.get_logger('kapao_tracking')
     try:
         if args.start_edge_server:
-            server = _start_edge_server(params_file, args.log_level)
+            server = _start_node_process(
+                'edge_offload.edge_server_node', params_file, args.log_level,
+                '-p', 'autostart:=true',
+            )  # fmt: skip
             endpoint = parameters['edge_server']['endpoint']
             if not _await_edge_server(server, endpoint):
                 rclpy.logging.get_logger('kapao_tracking').error(
@@ -303,8 +332,10 @@ def _run(args: argparse.Namespace, parameters: dict[str, dict], params_file: Pat
         lifecycle_nodes.append(bridge)
         if not _activate(bridge):
             return 1
-        detection = PeopleDetectionNode()
-        nodes.append(detection)
+        detection = _start_node_process(
+            'bringup.people_detection_node', params_file, args.log_level
+        )
+        processes.append(detection)
         monitor = TrackingMonitorNode()
         nodes.append(monitor)
         if args.follow:
@@ -324,16 +355,15 @@ def _run(args: argparse.Namespace, parameters: dict[str, dict], params_file: Pat
         signal.signal(signal.SIGTERM, lambda *_: stop.set())
         spin_thread.start()
         while not stop.is_set() and not source.finished.is_set():
+            if detection.poll() is not None:
+                # Its own log says why (a bad parameter, a missing model).
+                logger.error(f'people_detection exited with code {detection.returncode}')
+                return 1
             stop.wait(0.1)
         if source.finished.is_set() and not stop.is_set():
             # Let the last frames come back before stopping.
             deadline = time.monotonic() + DRAIN_TIMEOUT_S
-            while detection.busy() and time.monotonic() < deadline and not stop.is_set():
-                time.sleep(0.05)
-            settle = time.monotonic() + _MONITOR_SETTLE_S
-            summary = monitor.summary
-            while summary.frames_without_result() and time.monotonic() < settle:
-                time.sleep(0.05)
+            _await_last_results(monitor.summary, deadline, stop)
             exit_code = 0 if source.error is None else 1
     except (ValueError, ParameterException, SourceError, CameraInfoError) as error:
         rclpy.logging.get_logger('kapao_tracking').error(f'bad configuration: {error}')
@@ -353,8 +383,9 @@ def _run(args: argparse.Namespace, parameters: dict[str, dict], params_file: Pat
         rclpy.try_shutdown()
         if spin_thread.is_alive():
             spin_thread.join(timeout=5.0)
-        if server is not None:
-            _stop_edge_server(server)
+        for process in [*processes, server]:
+            if process is not None:
+                _stop_process(process)
     return exit_code
 
 

@@ -7,16 +7,16 @@ Subscribes ``image_raw`` (and ``camera_info`` for marker placement) and publishe
 (``visualization_msgs/MarkerArray``) and ``people/annotated`` (``sensor_msgs/Image``) for
 every frame it processes.
 
-With ``tracking`` (the default) people are tracked between detections, as MediaPipe does
-in video mode (``edge_offload.zoo.people_tracking``): a thread of this node runs the
-BlazePose landmark net once per tracked person on every frame, on the ROI the person's
-previous landmarks predict (``tracking_backend``: LiteRT or the torch port, with
-``tracking_threads`` threads), and the configured people model, the multi-person front
-end, runs on the offload bridge every ``detect_every_n_frames`` frames, sooner (after a
-third of that) when a track is lost or nobody is tracked. Its answer comes back a few
-frames later and starts tracks for the people no track covers. The front end never holds
-a frame up; at most one request is outstanding. ``offload_mode`` of the results reads
-``<front end mode>+tracking``.
+With ``tracking`` (the default) people are tracked between detections, as MediaPipe does in
+video mode (``edge_offload.zoo.people_tracking``): a thread of this node runs the BlazePose
+landmark net once per tracked person on every frame, on the ROI the person's previous
+landmarks predict (``tracking_backend``: LiteRT or the torch port; ``tracking_threads``
+people at a time, a single-threaded net each), and the configured people model, the
+multi-person front end, runs on the offload bridge every ``detect_every_n_frames`` frames,
+sooner (after a third of that) when a track is lost or nobody is tracked. Its answer comes
+back a few frames later and starts tracks for the people no track covers. The front end
+never holds a frame up; at most one request is outstanding. ``offload_mode`` of the results
+reads ``<front end mode>+tracking``.
 
 Without ``tracking`` every frame is sent to the offload bridge as an ``Offload`` goal.
 Frames wait in a bounded queue while ``max_in_flight`` goals are outstanding; when it is
@@ -54,8 +54,9 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.action import ActionClient
 from rclpy.exceptions import InvalidHandle, ParameterException
 from rclpy.node import Node
-from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
+from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rclpy.subscription import Subscription
+from rclpy.time import Time
 from sensor_msgs.msg import CameraInfo, Image
 from visualization_msgs.msg import MarkerArray
 
@@ -126,8 +127,8 @@ PARAMETERS = (
     ParamSpec(
         'tracking_threads',
         1,
-        'With tracking: intra-op threads of the LiteRT landmark net (the torch backend uses '
-        "the process's torch threads).",
+        'With tracking: landmark nets run side by side, one person each (LiteRT: one thread '
+        "each; the torch backend uses the process's torch threads).",
         1,
         64,
         True,
@@ -188,7 +189,10 @@ _RETIRE_TIMEOUT_S = 2.0
 @dataclass
 class _Frame:
     image: Image
-    received_s: float
+    received_s: float  # monotonic, when the node took the frame
+    # Capture stamp to arrival here, on the node's clock: the frame's transport (and any
+    # queueing before the callback ran).
+    arrival_delay_s: float
 
 
 # Turns a goal's outputs into results; returns why they are unusable, or None.
@@ -232,6 +236,7 @@ class PeopleDetectionNode(Node):
         self._next_goal = 0
         self._pinhole: Pinhole | None = None
         self._latencies_s: collections.deque[float] = collections.deque(maxlen=LATENCY_WINDOW)
+        self._arrival_delays_s: collections.deque[float] = collections.deque(maxlen=LATENCY_WINDOW)
         self._front_end_latencies_s: collections.deque[float] = collections.deque(
             maxlen=LATENCY_WINDOW
         )
@@ -249,12 +254,11 @@ class PeopleDetectionNode(Node):
         self._detection_wake = self.create_guard_condition(self._send_due_detection)
         self._people_pub = self.create_publisher(PersonArray, 'people', 10)
         self._markers_pub = self.create_publisher(MarkerArray, 'people/markers', 10)
-        self._annotated_pub = self.create_publisher(
-            Image, 'people/annotated', qos_profile_sensor_data
-        )
         reliable = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
         self._diagnostics_pub = self.create_publisher(DiagnosticArray, '/diagnostics', reliable)
         self._camera_qos = sensor_qos(self._config['reliable_sensor_qos'])
+        # As the camera's: reliable when frames must not be lost (a recording of them).
+        self._annotated_pub = self.create_publisher(Image, 'people/annotated', self._camera_qos)
         self._image_subscription = self._subscribe_images()
         self.create_subscription(CameraInfo, 'camera_info', self._on_camera_info, self._camera_qos)
         # Retries frames that wait while the bridge is not (yet) there.
@@ -281,13 +285,18 @@ class PeopleDetectionNode(Node):
                 'BlazePose people model or set tracking to false'
             )
         # An unknown backend raises ValueError naming the choices: a configuration error.
-        net = load_tflite_backend(
-            asset_path(LANDMARK_ASSET),
-            self._config['tracking_backend'],
-            num_threads=self._config['tracking_threads'],
-        )
+        # One single-threaded net per thread: on cores shared with other processes, runs
+        # side by side beat one net splitting each operator (see ParallelLandmarks).
+        landmarkers = [
+            BlazePoseLandmarker(
+                model=load_tflite_backend(
+                    asset_path(LANDMARK_ASSET), self._config['tracking_backend'], num_threads=1
+                )
+            )
+            for _ in range(self._config['tracking_threads'])
+        ]
         return TrackingWorker(
-            PeopleTracker(BlazePoseLandmarker(model=net)),
+            PeopleTracker(landmarkers),
             DetectionSchedule(self._config['detect_every_n_frames']),
             to_rgb=lambda frame: imgmsg_to_cv2(frame.image, 'rgb8'),
             on_people=self._on_tracked_people,
@@ -354,12 +363,16 @@ class PeopleDetectionNode(Node):
                     f'far): {reason}'
                 )
             return
+        arrival_delay_s = (
+            self.get_clock().now() - Time.from_msg(message.header.stamp)
+        ).nanoseconds
+        frame = _Frame(message, time.monotonic(), arrival_delay_s * 1e-9)
         if self._worker is not None:
-            self._worker.submit(_Frame(message, time.monotonic()))
+            self._worker.submit(frame)
             return
         if len(self._queue) == self._queue.maxlen:
             self._counts['frames_dropped'] += 1
-        self._queue.append(_Frame(message, time.monotonic()))
+        self._queue.append(frame)
         self._pump()
 
     # -- tracking (callbacks of the tracking thread, and the front end's answers) -------
@@ -404,6 +417,7 @@ class PeopleDetectionNode(Node):
         )
         found = found.kept(self._config['min_score'])
         self._latencies_s.append(time.monotonic() - frame.received_s)
+        self._arrival_delays_s.append(frame.arrival_delay_s)
         self._counts['results'] += 1
         self._last_people = len(found)
         self._publish(frame.image, found, f'{self._last_mode or "none"}+tracking')
@@ -572,6 +586,7 @@ class PeopleDetectionNode(Node):
             return f'model outputs are not people: {error}'
         self._counts['results'] += 1
         self._latencies_s.append(time.monotonic() - frame.received_s)
+        self._arrival_delays_s.append(frame.arrival_delay_s)
         self._last_mode = result.mode_used
         self._last_people = len(people)
         self._publish(frame.image, people, result.mode_used)
@@ -626,6 +641,9 @@ class PeopleDetectionNode(Node):
         if latencies is not None:
             values['latency_p50_s'] = f'{np.percentile(latencies, 50):.4f}'
             values['latency_p95_s'] = f'{np.percentile(latencies, 95):.4f}'
+            # Of the same frames: capture stamp to arrival here (the frame's transport).
+            arrival = np.percentile(np.array(self._arrival_delays_s), 50)
+            values['arrival_delay_p50_s'] = f'{arrival:.4f}'
         if self._worker is not None:
             stats = self._worker.stats
             values.update(

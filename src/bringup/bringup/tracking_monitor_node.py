@@ -28,7 +28,6 @@ from pathlib import Path
 import cv2
 import numpy as np
 from rclpy.node import Node
-from rclpy.qos import qos_profile_sensor_data
 from rclpy.time import Time
 from sensor_msgs.msg import CameraInfo, Image
 
@@ -117,7 +116,10 @@ class TrackingMonitorNode(Node):
         )
         if self._config['record_path']:
             self.create_subscription(
-                Image, 'people/annotated', self._on_annotated, qos_profile_sensor_data
+                Image,
+                'people/annotated',
+                self._on_annotated,
+                sensor_qos(self._config['reliable_sensor_qos']),
             )
             self._writer_thread = threading.Thread(
                 target=self._write_video, name='video_writer', daemon=True

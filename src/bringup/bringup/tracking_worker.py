@@ -10,7 +10,9 @@ newest frame, not a backlog). One thread takes them in order and, per frame:
    through the frames tracked since the one the front end saw (``CatchUpFrames``);
 2. asks for the multi-person front end when ``DetectionSchedule`` says it is due and none
    is outstanding (``on_detection_due(item)``: the node sends that frame to the bridge);
-3. runs the tracker on the frame and hands the people to ``on_people``.
+3. runs the tracker on the frame and hands the people to ``on_people``, which a second
+   thread calls (drawing and publishing a frame overlaps tracking the next; two results
+   at most wait for it, then tracking waits: none is dropped, the order is kept).
 
 The front end thus runs beside tracking, on the edge server or in the bridge, never in
 front of it. A front end that fails or never answers is given up by the node
@@ -20,6 +22,7 @@ front of it. A front end that fails or never answers is given up by the node
 from __future__ import annotations
 
 import collections
+import queue
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -41,7 +44,7 @@ Item = TypeVar('Item')
 
 @dataclass
 class TrackingStats:
-    """Counters of the tracking thread (written by it alone)."""
+    """Counters of the tracking thread (written by it alone; publish_s by the output thread)."""
 
     frames_tracked: int = 0
     frames_dropped: int = 0
@@ -87,12 +90,17 @@ class TrackingWorker(Generic[Item]):
         self._seeds: list[Seed] | None = None
         # Frames since the last front-end request (tracking thread only).
         self._since = CatchUpFrames()
+        self._seen: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._detection_outstanding = False
         self._busy = False
         self._stop = False
         self._condition = threading.Condition()
+        self._results: queue.Queue[tuple[Item, list[Person]] | None] = queue.Queue(maxsize=2)
+        self._output_busy = False
         self._thread = threading.Thread(target=self._run, name='people_tracking', daemon=True)
+        self._output = threading.Thread(target=self._hand_out, name='people_output', daemon=True)
         self._thread.start()
+        self._output.start()
 
     def submit(self, item: Item) -> bool:
         """Queue a frame; return False when that dropped the oldest queued one."""
@@ -118,9 +126,9 @@ class TrackingWorker(Generic[Item]):
             self.stats.detections_failed += 1
 
     def busy(self) -> bool:
-        """Return True while frames wait or one is being tracked."""
+        """Return True while frames wait, one is being tracked or its people handed out."""
         with self._condition:
-            return bool(self._queue) or self._busy
+            return bool(self._queue) or self._busy or self._output_busy
 
     def stop(self, timeout_s: float = 2.0) -> None:
         """Stop the thread after the frame it is on; queued frames are dropped."""
@@ -129,6 +137,14 @@ class TrackingWorker(Generic[Item]):
             self._queue.clear()
             self._condition.notify()
         self._thread.join(timeout=timeout_s)
+        # After the tracking thread: it may be waiting to queue its last result.
+        while True:
+            try:
+                self._results.get_nowait()
+            except queue.Empty:
+                break
+        self._results.put(None)
+        self._output.join(timeout=timeout_s)
 
     def _run(self) -> None:
         while True:
@@ -160,11 +176,15 @@ class TrackingWorker(Generic[Item]):
             if ask:
                 self.schedule.requested(frame)
                 self._on_detection_due(item)
+                # Whom the answer will cover: the tracks of the frame the front end sees.
+                self._seen = self.tracker.positions()
             started = time.perf_counter()
             image = self._to_rgb(item)
             converted = time.perf_counter()
             if seeds:
-                self.stats.tracks_started += self.tracker.seed(seeds, self._since.frames())
+                self.stats.tracks_started += self.tracker.seed(
+                    seeds, self._since.frames(), self._seen
+                )
             if ask:
                 self._since.restart()
             caught_up = time.perf_counter()
@@ -185,5 +205,18 @@ class TrackingWorker(Generic[Item]):
         stats.convert_s += converted - started
         stats.catch_up_s += caught_up - converted
         stats.landmarks_s += stepped - caught_up
-        self._on_people(item, result.people)
-        stats.publish_s += time.perf_counter() - stepped
+        with self._condition:
+            self._output_busy = True  # busy() stays true from here until handed out
+        self._results.put((item, result.people))
+
+    def _hand_out(self) -> None:
+        while (entry := self._results.get()) is not None:
+            item, people = entry
+            started = time.perf_counter()
+            try:
+                self._on_people(item, people)
+            except Exception as error:  # noqa: BLE001 - one bad publish must not end output
+                self._on_error(item, error)
+            self.stats.publish_s += time.perf_counter() - started
+            with self._condition:
+                self._output_busy = not self._results.empty()

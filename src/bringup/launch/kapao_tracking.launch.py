@@ -36,6 +36,7 @@ from launch import Action, LaunchContext, LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction, SetEnvironmentVariable
 from launch_ros.actions import Node
 
+from bringup.dds_profile import PROFILE_VARIABLE, large_frames_profile
 from bringup.graph_parameters import (
     LIFECYCLE_NODES,
     GraphArguments,
@@ -218,6 +219,10 @@ def _graph(context: LaunchContext) -> list[Action]:
         'output': 'screen',
     }
     actions: list[Action] = []
+    profile = large_frames_profile(os.environ)
+    if profile is not None:
+        # Frames over shared memory whole (config/fastdds_large_frames.xml says why).
+        actions.append(SetEnvironmentVariable(PROFILE_VARIABLE, profile))
     for node, wanted_node in wanted.items():
         if not wanted_node:
             continue
