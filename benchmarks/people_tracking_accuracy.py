@@ -14,12 +14,12 @@ Variants:
 * ``tracked/D``: ``TrackedPeople`` over every frame of the video up to the last labelled
   one: the front end of ``people_detection`` (``blazepose_lite_people``'s settings) every
   ``--every`` frames (sooner when a track is lost), answering D frames late (``--delays``;
-  the front end's measured time in ``make run`` is 0.5-0.8 s, 5-8 frames), and one
+  the front end's measured time in ``make run`` is about 0.43 s, 4 frames), and one
   landmark run per tracked person on every frame. On a photo the tracked keypoints are
   those of the ``--still-frames``-th frame of the photo repeated.
 
     python benchmarks/people_tracking_accuracy.py [--variants per_frame tracked]
-        [--every 10] [--delays 0 5 10] [--backend litert] [--output results/...json]
+        [--every 10] [--delays 0 3 5 10] [--backend litert] [--output results/...json]
 """
 
 from __future__ import annotations
@@ -175,7 +175,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--variants', nargs='+', choices=VARIANTS, default=list(VARIANTS))
     parser.add_argument('--every', type=int, default=10, help='front end every N frames')
     parser.add_argument(
-        '--delays', type=int, nargs='+', default=[0, 5, 10], help='front-end answer delays, frames'
+        '--delays',
+        type=int,
+        nargs='+',
+        default=[0, 3, 5, 10],
+        help='front-end answer delays, frames',
     )
     parser.add_argument('--still-frames', type=int, default=5, help='tracked frames of a photo')
     parser.add_argument('--backend', choices=BACKENDS, default='litert')

@@ -1,10 +1,13 @@
 # Copyright 2026 The edge_offload authors
 # SPDX-License-Identifier: Apache-2.0
-"""Run the people-tracking graph's robot nodes in one process: ``kapao_tracking``.
+"""Run the people-tracking graph's robot nodes: ``kapao_tracking``.
 
-The same nodes as ``launch/kapao_tracking.launch.py``, with the same parameter file, on
-one ``MultiThreadedExecutor`` (the standard ROS 2 pattern for Python composition). It is
-how the graph runs where ``ros2 launch`` is not installed, and the README's main job:
+The same nodes as ``launch/kapao_tracking.launch.py``, with the same parameter file: people
+detection (the heavy one: the tracking thread) and the optional edge server each in a
+process of their own, as the launch file starts them, the others composed in this process
+on one executor thread (their callbacks do not block; the bridge's goals run on its
+workers). Frames go over Fast DDS's shared memory whole (``dds_profile``). It is how the
+graph runs where ``ros2 launch`` is not installed, and the README's main job:
 
     kapao_tracking --source video --uri vtest.avi --start-edge-server --record out.mp4
     kapao_tracking --source bag --uri run1 --follow --record-bag replay1

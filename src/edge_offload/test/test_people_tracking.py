@@ -8,6 +8,9 @@ the keypoint labels are on, so a tracked person can be checked against the front
 
 from __future__ import annotations
 
+import threading
+import time
+
 import cv2
 import numpy as np
 import pytest
@@ -15,10 +18,12 @@ import torch
 
 from edge_offload.assets import asset_path
 from edge_offload.models import load_model
-from edge_offload.zoo.blazepose import BlazePoseLandmarker, BlazePosePeople, Roi
+from edge_offload.zoo.blazepose import LANDMARK_ASSET, BlazePoseLandmarker, BlazePosePeople, Roi
 from edge_offload.zoo.detection_metrics import iou_matrix
+from edge_offload.zoo.litert_backend import load_tflite_backend
 from edge_offload.zoo.people_tracking import (
     DetectionSchedule,
+    ParallelLandmarks,
     PeopleTracker,
     Seed,
     TrackedPeople,
@@ -26,6 +31,10 @@ from edge_offload.zoo.people_tracking import (
     seeds_from_outputs,
     seeds_from_people,
 )
+
+
+def load_litert_landmarks():  # noqa: ANN201 - an nn.Module
+    return load_tflite_backend(asset_path(LANDMARK_ASSET), 'litert', num_threads=1)
 
 
 def _rgb(asset: str) -> np.ndarray:
@@ -102,6 +111,108 @@ def test_a_person_who_disappears_is_held_for_max_misses_frames_then_lost(
     result = tracker.step(blank)
     assert result.lost == 1
     assert tracker.tracks == ()
+
+
+def _shifted(image: np.ndarray, dx: float) -> np.ndarray:
+    move = np.array([[1.0, 0.0, dx], [0.0, 1.0, 0.0]])
+    return cv2.warpAffine(image, move, (image.shape[1], image.shape[0]))
+
+
+def test_a_hidden_person_is_looked_for_where_they_have_walked_to(
+    front_end: BlazePosePeople, person: np.ndarray, found: list
+) -> None:
+    tracker = PeopleTracker(front_end.landmarker, max_misses=3)
+    tracker.seed(seeds_from_people(found))
+    step_px = 6.0
+    for frame in range(5):  # walking right, 6 px a frame
+        assert len(tracker.step(_shifted(person, step_px * frame)).people) == 1
+    track = tracker.tracks[0]
+    assert track.velocity[0] == pytest.approx(step_px, abs=2.0)
+    assert abs(track.velocity[1]) < 2.0
+    before = track.roi
+    blank = np.zeros_like(person)
+    for missed in range(1, 3):
+        assert tracker.step(blank).people == []
+        assert tracker.tracks[0].roi.x_center == pytest.approx(
+            before.x_center + missed * track.velocity[0]
+        )
+    # Where the ROI went, the person is: found again after two hidden frames.
+    again = tracker.step(_shifted(person, step_px * 7))
+    assert len(again.people) == 1
+    assert again.people[0].box[0] > found[0].box[0] + 5 * step_px
+
+
+def test_seeds_are_judged_on_the_tracks_of_the_frame_the_front_end_saw(
+    front_end: BlazePosePeople, person: np.ndarray, found: list
+) -> None:
+    runs = []
+    landmarker = front_end.landmarker
+
+    class Counting(BlazePoseLandmarker):
+        def landmarks(self, *args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+            runs.append(1)
+            return landmarker.landmarks(*args, **kwargs)
+
+    tracker = PeopleTracker(Counting(model=landmarker.model))
+    tracker.seed(seeds_from_people(found))
+    tracker.step(person)
+    seen = tracker.positions()
+    assert list(seen) == [tracker.tracks[0].track_id]
+    frames_since = [person] * 4
+    runs.clear()
+    # Tracked when asked and still tracked: covered, with no catch-up run.
+    assert tracker.seed(seeds_from_people(found), frames_since, seen) == 0
+    assert runs == []
+    # Tracked when asked, lost since: the seed re-finds the same track.
+    track = tracker.tracks[0]
+    tracker.step(np.zeros_like(person))
+    assert track.misses == 1
+    assert tracker.seed(seeds_from_people(found), frames_since, seen) == 0
+    assert runs  # followed through the frames since
+    assert tracker.tracks == (track,)
+    assert len(tracker.step(person).people) == 1
+    assert track.misses == 0
+
+
+def test_landmarks_side_by_side_give_what_one_landmarker_gives() -> None:
+    photo = _rgb('media/opencv/basketball2.png')
+    lite = load_model('blazepose_lite_people').module
+    seeds = seeds_from_people(lite.people(photo))
+    assert len(seeds) >= 2  # two people at least, so runs do go side by side
+    trackers = [
+        PeopleTracker(lite.landmarker),
+        PeopleTracker([lite.landmarker, BlazePoseLandmarker(model=load_litert_landmarks())]),
+    ]
+    results = []
+    for tracker in trackers:
+        tracker.seed(seeds)
+        results.append([tracker.step(photo).people for _ in range(2)])
+    for one, two in zip(*results, strict=True):
+        assert len(one) == len(two) == len(seeds)
+        for a, b in zip(one, two, strict=True):
+            np.testing.assert_allclose(a.keypoints, b.keypoints, atol=1e-4)
+
+
+def test_parallel_landmarks_keep_the_order_and_use_each_landmarker_alone() -> None:
+    users: dict[int, int] = {}
+    most: list[int] = []
+    lock = threading.Lock()
+    landmarkers = [BlazePoseLandmarker(model=load_litert_landmarks()) for _ in range(2)]
+
+    def run(landmarker: BlazePoseLandmarker, job: int) -> int:
+        with lock:
+            users[id(landmarker)] = users.get(id(landmarker), 0) + 1
+            most.append(users[id(landmarker)])
+        time.sleep(0.01)
+        with lock:
+            users[id(landmarker)] -= 1
+        return job * 2
+
+    parallel = ParallelLandmarks(landmarkers)
+    assert parallel.map(run, list(range(12))) == [job * 2 for job in range(12)]
+    assert max(most) == 1
+    with pytest.raises(ValueError, match='at least one'):
+        ParallelLandmarks([])
 
 
 def test_a_seed_on_nobody_is_dropped_at_its_first_frame(person: np.ndarray) -> None:
