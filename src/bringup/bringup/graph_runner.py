@@ -68,7 +68,7 @@ from edge_offload.keys import ensure_loopback_keys
 from edge_offload.offload_bridge_node import OffloadBridgeNode
 
 DRAIN_TIMEOUT_S = 30.0
-EDGE_SERVER_STOP_S = 5.0
+PROCESS_STOP_S = 5.0  # the edge server and people detection stop within this
 EDGE_SERVER_START_S = 120.0
 # After the source ends, results have stopped when none came for this long.
 _RESULTS_QUIET_S = 2.0
@@ -278,22 +278,22 @@ def _await_edge_server(server: subprocess.Popen, endpoint: str) -> bool:
     return False
 
 
-def _stop_process(server: subprocess.Popen) -> None:
-    if server.poll() is None:
-        server.send_signal(signal.SIGINT)
+def _stop_process(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        process.send_signal(signal.SIGINT)
         try:
-            server.wait(timeout=EDGE_SERVER_STOP_S)
+            process.wait(timeout=PROCESS_STOP_S)
         except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+            process.kill()
+            process.wait()
 
 
 def _await_last_results(summary: Summary, deadline: float, stop: threading.Event) -> None:
     """Wait until every captured frame has its result or results stop coming.
 
     Frames dropped on the way never get one: results have stopped when none came for
-    ``_RESULTS_QUIET_S`` (longer than a frame's tracking, shorter than the front end's
-    slowest answer is irrelevant: tracking does not wait for it).
+    ``_RESULTS_QUIET_S``, many frames' tracking time (tracking never waits for the front
+    end), or at ``deadline``.
     """
     last_count, last_change = summary.results, time.monotonic()
     while summary.frames_without_result() and not stop.is_set():
