@@ -19,7 +19,7 @@ Variants:
   those of the ``--still-frames``-th frame of the photo repeated.
 
     python benchmarks/people_tracking_accuracy.py [--variants per_frame tracked]
-        [--every 10] [--delays 0 3 5 10] [--backend litert] [--output results/...json]
+        [--every 10] [--delays 0 3 4 5 10] [--backend litert] [--output results/...json]
 """
 
 from __future__ import annotations
@@ -178,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
         '--delays',
         type=int,
         nargs='+',
-        default=[0, 3, 5, 10],
+        default=[0, 3, 4, 5, 10],
         help='front-end answer delays, frames',
     )
     parser.add_argument('--still-frames', type=int, default=5, help='tracked frames of a photo')

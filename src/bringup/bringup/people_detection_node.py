@@ -118,6 +118,16 @@ PARAMETERS = (
         True,
     ),
     ParamSpec(
+        'untracked_wait_s',
+        2.0,
+        'With tracking: while nobody is tracked, the frame the front end is asked on waits '
+        'up to this long for its answer, so the people it finds are reported on that frame '
+        '(0: never wait; tracking goes on with nobody until the answer comes).',
+        0.0,
+        60.0,
+        True,
+    ),
+    ParamSpec(
         'tracking_backend',
         'litert',
         f'With tracking: runtime of the landmark net on this node, one of {", ".join(BACKENDS)} '
@@ -303,6 +313,7 @@ class PeopleDetectionNode(Node):
             on_detection_due=self._on_detection_due,
             on_error=self._on_tracking_error,
             queue_size=self._config['queue_size'],
+            untracked_wait_s=self._config['untracked_wait_s'],
         )
 
     def busy(self) -> bool:
@@ -656,6 +667,7 @@ class PeopleDetectionNode(Node):
                 tracks_lost=stats.tracks_lost,
                 front_end_requests=stats.detections_requested,
                 front_end_answers=stats.detections_answered,
+                front_end_waits_untracked=stats.untracked_waits,
             )
             frames = max(stats.frames_tracked, 1)
             for stage in ('convert', 'catch_up', 'landmarks', 'publish'):

@@ -15,8 +15,11 @@ newest frame, not a backlog). One thread takes them in order and, per frame:
    at most wait for it, then tracking waits: none is dropped, the order is kept).
 
 The front end thus runs beside tracking, on the edge server or in the bridge, never in
-front of it. A front end that fails or never answers is given up by the node
-(``detection_failed``) and asked again on the next frame.
+front of it, except while nobody is tracked: then the frame it is asked on waits for its
+answer (``untracked_wait_s`` at most) and is tracked from it, so the people it finds are
+reported on that frame, not some frames later (there is nobody to track meanwhile). On
+vtest.avi that is the first frame's three people. A front end that fails or never answers
+is given up by the node (``detection_failed``) and asked again on the next frame.
 """
 
 from __future__ import annotations
@@ -55,6 +58,7 @@ class TrackingStats:
     detections_requested: int = 0
     detections_answered: int = 0
     detections_failed: int = 0
+    untracked_waits: int = 0  # frames that waited for the front end, nobody being tracked
     tracked_now: int = 0
     # Seconds spent per stage, over all tracked frames (mean = total / frames_tracked).
     convert_s: float = 0.0
@@ -76,9 +80,13 @@ class TrackingWorker(Generic[Item]):
         on_detection_due: Callable[[Item], None],
         on_error: Callable[[Item, Exception], None],
         queue_size: int = 1,
+        untracked_wait_s: float = 0.0,
     ) -> None:
         if queue_size < 1:
             raise ValueError(f'queue_size must be at least 1, got {queue_size}')
+        if untracked_wait_s < 0:
+            raise ValueError(f'untracked_wait_s must be >= 0, got {untracked_wait_s}')
+        self.untracked_wait_s = untracked_wait_s
         self.tracker = tracker
         self.schedule = schedule
         self.stats = TrackingStats()
@@ -118,12 +126,14 @@ class TrackingWorker(Generic[Item]):
             self._seeds = list(seeds)
             self._detection_outstanding = False
             self.stats.detections_answered += 1
+            self._condition.notify_all()
 
     def detection_failed(self) -> None:
         """Forget the outstanding front-end request; the next frame asks again."""
         with self._condition:
             self._detection_outstanding = False
             self.stats.detections_failed += 1
+            self._condition.notify_all()
 
     def busy(self) -> bool:
         """Return True while frames wait, one is being tracked or its people handed out."""
@@ -135,7 +145,7 @@ class TrackingWorker(Generic[Item]):
         with self._condition:
             self._stop = True
             self._queue.clear()
-            self._condition.notify()
+            self._condition.notify_all()
         self._thread.join(timeout=timeout_s)
         # After the tracking thread: it may be waiting to queue its last result.
         while True:
@@ -178,6 +188,10 @@ class TrackingWorker(Generic[Item]):
                 self._on_detection_due(item)
                 # Whom the answer will cover: the tracks of the frame the front end sees.
                 self._seen = self.tracker.positions()
+                if not seeds and not self.tracker.tracks and self.untracked_wait_s > 0:
+                    # Nobody to track meanwhile: this frame waits for its own answer.
+                    self._since.restart()
+                    seeds = self._await_seeds()
             started = time.perf_counter()
             image = self._to_rgb(item)
             converted = time.perf_counter()
@@ -208,6 +222,17 @@ class TrackingWorker(Generic[Item]):
         with self._condition:
             self._output_busy = True  # busy() stays true from here until handed out
         self._results.put((item, result.people))
+
+    def _await_seeds(self) -> list[Seed] | None:
+        """Wait for the outstanding front-end answer (``untracked_wait_s`` at most)."""
+        with self._condition:
+            self._condition.wait_for(
+                lambda: self._seeds is not None or not self._detection_outstanding or self._stop,
+                timeout=self.untracked_wait_s,
+            )
+            seeds, self._seeds = self._seeds, None
+            self.stats.untracked_waits += 1
+        return seeds
 
     def _hand_out(self) -> None:
         while (entry := self._results.get()) is not None:

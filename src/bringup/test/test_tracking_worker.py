@@ -107,6 +107,49 @@ def test_frames_are_tracked_once_the_front_end_answers(
         worker.stop()
 
 
+def test_a_frame_asked_on_while_nobody_is_tracked_waits_for_its_answer(
+    photo: np.ndarray, front_end: BlazePosePeople
+) -> None:
+    seeds = seeds_from_people(front_end.people(photo))
+    recorder = _Recorder()
+    # The front end answers from another thread, as the node's action callbacks do.
+    recorder.on_due = lambda item: threading.Timer(0.2, worker.add_seeds, [seeds]).start()
+    worker = _worker(front_end, recorder, queue_size=8, untracked_wait_s=30.0)
+    try:
+        worker.submit((0, photo))
+        assert _wait(lambda: recorder.people == [(0, 1)])  # found on the frame it was asked on
+        worker.submit((1, photo))
+        assert _wait(lambda: recorder.people == [(0, 1), (1, 1)])
+        assert worker.stats.untracked_waits == 1  # frame 1 had somebody to track
+    finally:
+        worker.stop()
+
+    # A front end that fails ends the wait at once: the frame goes on with nobody.
+    recorder = _Recorder()
+    recorder.on_due = lambda item: threading.Timer(0.2, worker.detection_failed).start()
+    worker = _worker(front_end, recorder, untracked_wait_s=600.0)  # _wait gives up at 30 s
+    try:
+        worker.submit((0, photo))
+        assert _wait(lambda: recorder.people == [(0, 0)])
+    finally:
+        worker.stop()
+
+    # One that does not answer in untracked_wait_s is waited for no longer; its late answer
+    # is tracked from the next frame, as with people tracked.
+    recorder = _Recorder()
+    worker = _worker(front_end, recorder, untracked_wait_s=0.2)
+    try:
+        worker.submit((0, photo))
+        assert _wait(lambda: recorder.people == [(0, 0)])
+        worker.add_seeds(seeds)
+        worker.submit((1, photo))
+        assert _wait(lambda: recorder.people == [(0, 0), (1, 1)])
+    finally:
+        worker.stop()
+    with pytest.raises(ValueError, match='untracked_wait_s'):
+        _worker(front_end, _Recorder(), untracked_wait_s=-1.0)
+
+
 def test_a_full_queue_drops_its_oldest_frame(
     photo: np.ndarray, front_end: BlazePosePeople
 ) -> None:

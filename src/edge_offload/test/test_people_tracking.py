@@ -18,7 +18,13 @@ import torch
 
 from edge_offload.assets import asset_path
 from edge_offload.models import load_model
-from edge_offload.zoo.blazepose import LANDMARK_ASSET, BlazePoseLandmarker, BlazePosePeople, Roi
+from edge_offload.zoo.blazepose import (
+    COCO_FROM_BLAZEPOSE,
+    LANDMARK_ASSET,
+    BlazePoseLandmarker,
+    BlazePosePeople,
+    Roi,
+)
 from edge_offload.zoo.detection_metrics import iou_matrix
 from edge_offload.zoo.litert_backend import load_tflite_backend
 from edge_offload.zoo.people_tracking import (
@@ -75,6 +81,53 @@ def test_a_seeded_person_is_tracked_on_the_next_frames(
         error = np.linalg.norm(tracked.keypoints[:, :2] - found[0].keypoints[:, :2], axis=1)
         assert np.median(error) < 6.0
     assert tracker.tracks[0].frames == 3
+
+
+class _RecordingLandmarker:
+    """The real landmarker, recording which run each step made and what it returned."""
+
+    def __init__(self, landmarker: BlazePoseLandmarker) -> None:
+        self.landmarker = landmarker
+        self.runs: list[tuple[str, object]] = []
+
+    def landmarks(self, image: np.ndarray, roi: Roi):  # noqa: ANN201
+        found = self.landmarker.landmarks(image, roi)
+        self.runs.append(('plain', found))
+        return found
+
+    def mirrored_landmarks(self, image: np.ndarray, roi: Roi, mirrored_image=None):  # noqa: ANN001, ANN201
+        found = self.landmarker.mirrored_landmarks(image, roi, mirrored_image)
+        self.runs.append(('mirrored', found))
+        return found
+
+
+def test_tracks_alternate_mirrored_runs_and_report_the_mean_of_the_last_two(
+    front_end: BlazePosePeople, person: np.ndarray, found: list
+) -> None:
+    recording = _RecordingLandmarker(front_end.landmarker)
+    tracker = PeopleTracker([recording])
+    tracker.seed(seeds_from_people(found))
+    reported = [tracker.step(person).people[0] for _ in range(4)]
+    assert [kind for kind, _ in recording.runs] == ['plain', 'mirrored', 'plain', 'mirrored']
+    # The first frame has nothing to average with; later ones average with the last
+    # frame's landmarks moved on by the track's velocity (a still photo: about 0 px).
+    first = recording.runs[0][1]
+    np.testing.assert_allclose(reported[0].keypoints, first.coco_keypoints(), atol=1e-4)
+    dx, dy = tracker.tracks[0].velocity
+    last, now = recording.runs[2][1], recording.runs[3][1]
+    expected = (now.points[:, :2] + last.points[:, :2] + np.array([dx, dy])) / 2.0
+    np.testing.assert_allclose(
+        reported[3].keypoints[:, :2], expected[list(COCO_FROM_BLAZEPOSE)], atol=1e-3
+    )
+    # The mirrored run is an estimate of the same body.
+    assert iou_matrix(reported[3].box, found[0].box)[0, 0] > 0.85
+
+    plain = _RecordingLandmarker(front_end.landmarker)
+    tracker = PeopleTracker([plain], alternate_mirror=False, average_two_frames=False)
+    tracker.seed(seeds_from_people(found))
+    people = [tracker.step(person).people[0] for _ in range(2)]
+    assert [kind for kind, _ in plain.runs] == ['plain', 'plain']
+    np.testing.assert_allclose(people[1].keypoints, plain.runs[1][1].coco_keypoints())
 
 
 def test_a_seed_on_a_tracked_person_starts_no_second_track(
@@ -269,13 +322,26 @@ def test_tracked_people_runs_the_front_end_on_schedule_and_applies_it_late(
         return run_front_end(image)
 
     pipeline = TrackedPeople(
-        PeopleTracker(front_end.landmarker), counting, every_n_frames=4, delay_frames=2
+        PeopleTracker(front_end.landmarker),
+        counting,
+        every_n_frames=4,
+        delay_frames=2,
+        wait_when_untracked=False,
     )
     found = [len(pipeline(person)) for _ in range(7)]
     # Frames 0 and 1: the answer of frame 0 is not back; frame 2 on: tracked. While the
     # first answer is outstanding no second request is made; the next is due at frame 4.
     assert found == [0, 0, 1, 1, 1, 1, 1]
     assert pipeline.front_end_runs == 2
+    assert len(calls) == 2
+
+    # By default a frame asked on while nobody is tracked waits for its answer: the person
+    # is reported from frame 0. The request on frame 4, with someone tracked, is late.
+    waiting = TrackedPeople(
+        PeopleTracker(front_end.landmarker), counting, every_n_frames=4, delay_frames=2
+    )
+    assert [len(waiting(person)) for _ in range(7)] == [1] * 7
+    assert waiting.front_end_runs == 2
     with pytest.raises(ValueError, match='delay_frames'):
         TrackedPeople(PeopleTracker(front_end.landmarker), counting, delay_frames=-1)
 

@@ -505,10 +505,22 @@ class BlazePoseLandmarker(nn.Module):
         found = self._run(image, roi)
         if not flip_test:
             return found
+        return found.averaged(self.mirrored_landmarks(image, roi))
+
+    def mirrored_landmarks(
+        self, image: np.ndarray, roi: Roi, mirrored_image: np.ndarray | None = None
+    ) -> PoseLandmarks:
+        """Run the landmark model on the mirror image of ``roi``; return them unmirrored.
+
+        The same cost as ``landmarks`` and an estimate of the same body whose left/right
+        asymmetries are the model's mirrored ones. ``mirrored_image``: ``image[:, ::-1]``
+        made contiguous, when the caller has it (one copy a frame for many people).
+        """
         width = image.shape[1]
+        if mirrored_image is None:
+            mirrored_image = np.ascontiguousarray(image[:, ::-1])
         mirrored_roi = Roi(width - roi.x_center, roi.y_center, roi.size, -roi.rotation)
-        mirrored = self._run(np.ascontiguousarray(image[:, ::-1]), mirrored_roi)
-        return found.averaged(mirrored.unmirrored(width, roi))
+        return self._run(mirrored_image, mirrored_roi).unmirrored(width, roi)
 
     def forward(self, image: np.ndarray, roi: Roi, *, flip_test: bool = False) -> PoseLandmarks:
         """Run the landmark model (see ``landmarks``)."""
