@@ -14,16 +14,16 @@ of the auxiliary landmarks 33 and 34). ``PeopleTracker`` does that for many peop
   frame (``alternate_mirror``), and reports the mean of this frame's and the last frame's
   landmarks, the last moved on by the person's velocity (``average_two_frames``): the
   flip test's keypoint accuracy at one run a person and frame. (Measured on the two
-  hand-labelled photos tracked for 2-8 frames: 4.65-4.92 px mean error, against
-  5.03-6.21 px with plain runs alone and 4.63 px for the per-frame pipeline's flip test
-  and second pass.) A person whose pose flag is below ``min_presence`` is not reported on
-  that frame, and the track's ROI moves on at the person's velocity (an average of the
-  ROI's steps while seen): hidden people keep walking. After ``max_misses`` such frames in a row the track is lost. (On
-  vtest.avi the flag of a walking person drops to ~0 for a few frames when someone passes
-  in front: dropping the track at once lost half the people; a still ROI lost those who
-  walked on behind the other.) Two tracks that land on one body (``same_body``: their
-  keypoints coincide, box IoU cannot tell people side by side) keep the one that was
-  there before; the other misses the frame.
+  hand-labelled photos tracked for 2-8 frames: 4.65-4.92 px mean error, against 5.03-6.21
+  px with plain runs alone and 4.63 px for the per-frame pipeline's flip test and second
+  pass.) A person whose pose flag is below ``min_presence`` is not reported on that
+  frame, and the track's ROI moves on at the person's velocity (an average of the ROI's
+  steps while seen): hidden people keep walking. After ``max_misses`` such frames in a
+  row the track is lost. (On vtest.avi the flag of a walking person drops to ~0 for a few
+  frames when someone passes in front: dropping the track at once lost half the people; a
+  still ROI lost those who walked on behind the other.) Two tracks that land on one body
+  (``same_body``: their keypoints coincide, box IoU cannot tell people side by side) keep
+  the one that was there before; the other misses the frame.
 * ``seed(seeds, since, seen)`` adds the people the front end found that no track covers
   (judged on ``seen``, the tracks when it was asked), and re-finds tracks that lost their
   person since. The front end runs in parallel with tracking (on the edge server, or
@@ -36,9 +36,10 @@ of the auxiliary landmarks 33 and 34). ``PeopleTracker`` does that for many peop
   (people walking in), sooner when a track was lost or nobody is tracked.
 
 Measured on the hand-boxed vtest.avi frames (``benchmarks/people_tracking_accuracy.py``)
-tracking loses recall against detection on every frame, the more the later the front
-end answers (0.83 on time, 0.81 three to five frames late, 0.70 ten, against 0.90):
-people who cross are sometimes lost until the front end finds them again.
+tracking loses recall against detection on every frame, the more the later and the less
+often the front end answers (every 10 frames: 0.86 on time or three frames late, 0.83-0.84
+four to five, 0.75 ten; every 5 frames, four late: 0.89; against 0.90): people who cross
+are sometimes lost until the front end finds them again.
 
 Plain Python and numpy: no ROS, no sockets. ``TrackedPeople`` runs the loop synchronously
 with an emulated front-end delay, for benchmarks and tests; the people detection node runs
