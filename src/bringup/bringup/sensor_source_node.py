@@ -61,6 +61,7 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.logging import get_logger
 from rclpy.node import Node
 from rclpy.parameter import Parameter
+from rclpy.publisher import Publisher
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rclpy.signals import SignalHandlerOptions
 from sensor_msgs.msg import CameraInfo, Image, Imu
@@ -236,9 +237,31 @@ _POLL_S = 0.02
 _JOIN_TIMEOUT_S = 0.5
 _DISCOVERY_SETTLE_S = 0.5
 _ACK_TIMEOUT_S = 5.0
+_ACK_POLL_S = 0.002
+_NO_WAIT = RclpyDuration(seconds=0)
 _UNANSWERED_LOG_PERIOD_S = 5.0
 # The results topic of rate_mode every_frame (people_detection publishes with depth 10).
 _RESULTS_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
+
+
+def await_acknowledged(
+    publishers: list[Publisher], timeout_s: float, stop: threading.Event
+) -> list[Publisher]:
+    """Wait until every subscriber acknowledged each publisher's messages; return the rest.
+
+    Returns at ``timeout_s`` or when ``stop`` is set, with the publishers still waiting.
+    rclpy's ``wait_for_all_acked`` holds the GIL while it waits, so a blocking call
+    freezes every thread of the process (a graph runner's nodes stalled for the 3 s
+    until Fast DDS's next heartbeat brought a small message's acknowledgement). This
+    polls without waiting and sleeps between polls with the GIL released.
+    """
+    deadline = time.monotonic() + timeout_s
+    waiting = list(publishers)
+    while waiting:
+        waiting = [p for p in waiting if not p.wait_for_all_acked(_NO_WAIT)]
+        if not waiting or time.monotonic() >= deadline or stop.wait(_ACK_POLL_S):
+            break
+    return waiting
 
 
 class ConfigError(ValueError):
@@ -512,8 +535,11 @@ class SensorSourceNode(Node):
                     if self._reliable and self._rate_mode == 'max':
                         # A reliable writer keeps only `depth` samples: at full speed it
                         # would overwrite ones not yet acknowledged. Pacing by the
-                        # acknowledgements makes a max-rate replay lossless.
-                        self._await_acknowledgements()
+                        # images' acknowledgements makes a max-rate replay lossless. Only
+                        # the images': a small message (camera_info) is acknowledged at
+                        # the writer's next periodic heartbeat, 3 s by default in Fast
+                        # DDS, and the last wait covers it.
+                        self._await_acknowledgements(self._image_publisher)
                     if self._max_frames and self._frames >= self._max_frames:
                         reason = f'max_frames ({self._max_frames}) reached'
                         break
@@ -550,12 +576,23 @@ class SensorSourceNode(Node):
         # Realtime pacing follows the stamps from here, not from before the pause.
         self._pacing_key = None
 
-    def _await_acknowledgements(self) -> None:
-        # With reliable QoS the last frames may still be in flight when the source ends;
-        # exiting now would drop them. Best-effort publishers return at once.
-        for publisher in (self._image_publisher, self._info_publisher, self._imu_publisher):
-            if publisher is not None:
-                publisher.wait_for_all_acked(RclpyDuration(seconds=_ACK_TIMEOUT_S))
+    def _await_acknowledgements(self, *publishers: Publisher) -> None:
+        """Wait until every subscriber has acknowledged what ``publishers`` sent.
+
+        Without arguments, all of the source's publishers: with reliable QoS the last
+        frames may still be in flight when the source ends, and exiting now would drop
+        them. Best-effort publishers count as acknowledged at once.
+        """
+        if not publishers:
+            publishers = (self._image_publisher, self._info_publisher, self._imu_publisher)
+        waiting = [publisher for publisher in publishers if publisher is not None]
+        unacknowledged = await_acknowledged(waiting, _ACK_TIMEOUT_S, self._stop)
+        if unacknowledged and not self._stop.is_set():
+            self.get_logger().warning(
+                f'{", ".join(p.topic_name for p in unacknowledged)} not acknowledged by '
+                f'every subscriber within {_ACK_TIMEOUT_S} s: a reader may miss a message',
+                throttle_duration_sec=5.0,
+            )
 
     def _await_subscribers(self) -> None:
         wanted = self._wait_for_subscribers
