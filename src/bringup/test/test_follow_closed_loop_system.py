@@ -10,7 +10,8 @@ detector, the depth camera and the odometry would (``people`` with keypoints,
 the robot integrates the ``cmd_vel`` it gets back. The scenario starts once every link of
 the loop is matched and the follower follows (a warm-up with the robot held still), so
 discovery time never eats into it. Simulated time advances in lock step: a
-camera frame's ``tracks`` must come back before the clock moves on, and each control tick's
+camera frame's ``tracks`` (and its ``target``, when it has one) must come back before the
+clock moves on, and each control tick's
 ``cmd_vel`` before the robot drives; so the run is the same on a loaded 2-core machine as on
 a fast one, and the acceptance bounds are asserted in simulated time:
 
@@ -22,11 +23,13 @@ a fast one, and the acceptance bounds are asserted in simulated time:
 from __future__ import annotations
 
 import math
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 from builtin_interfaces.msg import Time as TimeMsg
-from geometry_msgs.msg import Twist
+from geometry_msgs.msg import PointStamped, Twist
 from nav_msgs.msg import Odometry
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
@@ -61,8 +64,12 @@ LATCHED = QoSProfile(
     depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
 )
 FOLLOWER = FollowerConfig()
+TARGET_SCORE = 1.0  # the tracker's score for the target track in `tracks`
 WAIT_S = 5.0  # wall-clock patience per lock step (a stalled process, not a slow one)
-WARM_UP_MAX_STEPS = 400  # 20 s of simulated time
+# Wall-clock patience for the follower to follow before the scenario starts: the tracker
+# and the follower discover each other in their own time, which a step count (a few
+# seconds of wall clock at lock-step speed) does not bound.
+WARM_UP_TIMEOUT_S = 60.0
 
 
 def _stamp(ns: int) -> TimeMsg:
@@ -94,11 +101,14 @@ class World:
     robot: Robot = field(default_factory=Robot)
     commands: list[Twist] = field(default_factory=list)
     track_stamps: set[int] = field(default_factory=set)
+    targets_received: int = 0
+    target_in_tracks: set[int] = field(default_factory=set)  # stamps whose tracks had one
     state: str = ''
     steps: list[Step] = field(default_factory=list)
     last_seen_s: float | None = None  # the last frame in which the person was visible
     missed_frames: int = 0
     clock_step: int = 0  # control cycles since the clock started, warm-up included
+    logs: Callable[[], str] = lambda: ''  # what the node processes printed
 
     def __post_init__(self) -> None:
         node = self.node
@@ -114,11 +124,18 @@ class World:
         self.estop_pub = node.create_publisher(Bool, 'estop', LATCHED)
         node.create_subscription(Twist, 'cmd_vel', self.commands.append, RELIABLE)
         node.create_subscription(PersonArray, 'tracks', self._on_tracks, RELIABLE)
+        node.create_subscription(PointStamped, 'target', self._on_target, RELIABLE)
         node.create_subscription(String, 'follower/state', self._on_state, LATCHED)
 
     def _on_tracks(self, message: PersonArray) -> None:
         stamp = message.header.stamp
-        self.track_stamps.add(stamp.sec * 1_000_000_000 + stamp.nanosec)
+        stamp_ns = stamp.sec * 1_000_000_000 + stamp.nanosec
+        self.track_stamps.add(stamp_ns)
+        if any(person.score == TARGET_SCORE for person in message.people):
+            self.target_in_tracks.add(stamp_ns)
+
+    def _on_target(self, _message: PointStamped) -> None:
+        self.targets_received += 1
 
     def _on_state(self, message: String) -> None:
         self.state = message.data
@@ -156,10 +173,15 @@ class World:
                 if s > 0.0
             ]
             people.people.append(person_message)
+        targets_before = self.targets_received
         self.people_pub.publish(people)
         stamp_ns = stamp.sec * 1_000_000_000 + stamp.nanosec
         if not spin_until(executor, lambda: stamp_ns in self.track_stamps, timeout_s=WAIT_S):
             self.missed_frames += 1
+        elif stamp_ns in self.target_in_tracks:
+            # The tracker publishes the target after the tracks: the clock must not move
+            # on (and the follower act) before it is out.
+            spin_until(executor, lambda: self.targets_received > targets_before, timeout_s=WAIT_S)
 
     def _tick(self, executor, t: float, estop: bool) -> Twist:  # noqa: ANN001
         """One control cycle at scenario time ``t``: sensors, clock, the follower's command."""
@@ -185,11 +207,12 @@ class World:
         follows: discovery between processes completes in its own time (on a loaded
         machine, seconds of simulated time), and the scenario must not start before it.
         """
-        for _ in range(WARM_UP_MAX_STEPS):
-            if self.state == 'following':
-                break
+        deadline = time.monotonic() + WARM_UP_TIMEOUT_S
+        while self.state != 'following' and time.monotonic() < deadline:
             self._tick(executor, 0.0, estop=False)
-        assert self.state == 'following', f'the follower never followed: {self.state!r}'
+        assert self.state == 'following', (
+            f'the follower never followed: {self.state!r}\n{self.logs()}'
+        )
         self.missed_frames = 0
         for step in range(round(duration_s / DT)):
             t = step * DT
@@ -250,8 +273,12 @@ def _start_chain(ros_processes, ros_executor, world: World) -> None:  # noqa: AN
             and node.count_subscribers('target') >= 1
         )
 
+    world.logs = lambda: (
+        f'--- people_tracker:\n{ros_processes.output(tracker)[-4000:]}\n'
+        f'--- follower:\n{ros_processes.output(follower)[-4000:]}'
+    )
     ok = spin_until(ros_executor, matched, timeout_s=60.0)
-    assert ok, ros_processes.output(tracker) + ros_processes.output(follower)
+    assert ok, world.logs()
 
 
 def _world(ros_context, ros_executor, ros_processes) -> World:  # noqa: ANN001
@@ -303,7 +330,7 @@ def test_nodes_stop_within_half_a_second_of_an_emergency_stop(
     world = _world(ros_context, ros_executor, ros_processes)
     world.run(ros_executor, ESTOP_AT_S + 1.5, estop_at_s=ESTOP_AT_S)
     before = [s for s in world.steps if s.t < ESTOP_AT_S]
-    assert before[-1].linear >= 0.3  # following at speed when pressed
+    assert before[-1].linear >= 0.3, world.logs()  # following at speed when pressed
     pressed = [s for s in world.steps if s.t >= ESTOP_AT_S]
     stopped = [s.t for s in pressed if s.linear == 0.0 and s.angular == 0.0]
     assert stopped
