@@ -28,8 +28,15 @@ RELIABLE_QOS = QoSProfile(
     reliability=ReliabilityPolicy.RELIABLE,
     durability=qos_profile_sensor_data.durability,
 )
-# A frame's stamp is taken right before publishing: it arrives in this process within this.
+# A frame's stamp is taken right before publishing: it typically arrives in this process
+# within this. Checked on the median: one message delivered late on a loaded machine
+# (75 ms seen in CI) says nothing about stamping, and a stamp from when the file opened
+# would be off by the whole wait for the subscriber (0.5-1 s) on every frame.
 MAX_TRANSPORT_NS = 50_000_000
+
+
+def _stamped_at_publication(delays: list[int]) -> bool:
+    return all(delay >= 0 for delay in delays) and np.median(delays) < MAX_TRANSPORT_NS
 
 
 def _stamp_ns(message) -> int:  # noqa: ANN001 - any message with a header
@@ -111,7 +118,7 @@ def test_video_frames_are_stamped_when_published_not_when_the_file_opened(
     # open time plus its position would be before the listener was there.
     assert stamps[0] >= subscribed_ns > opened_ns + 900_000_000
     delays = listener.delays_ns('image_raw')
-    assert all(0 <= delay < MAX_TRANSPORT_NS for delay in delays), delays
+    assert _stamped_at_publication(delays), delays
     # Pacing still follows the file's timeline (10 fps).
     period_s = np.median(np.diff(stamps)) / 1e9
     assert 0.08 < period_s < 0.12, period_s
@@ -150,7 +157,7 @@ def test_synthetic_frames_and_imu_share_the_release_clock(ros_context, ros_execu
         assert all(b > a for a, b in zip(stamps, stamps[1:], strict=False))
     for topic in ('image_raw', 'imu'):
         delays = listener.delays_ns(topic)
-        assert all(0 <= delay < MAX_TRANSPORT_NS for delay in delays), (topic, delays)
+        assert _stamped_at_publication(delays), (topic, delays)
     # Both streams keep the source's timeline on the one clock: 5 IMU samples per frame
     # period, interleaved with the frames.
     assert 0.04 < np.median(np.diff(frames)) / 1e9 < 0.06
