@@ -92,7 +92,7 @@ def build(backend: str, threads: int, clock: Clock) -> BlazePosePeople:
             asset_path(blazepose.DETECTOR_ASSET), backend, num_threads=threads
         )
     )
-    net = load_tflite_backend(asset_path(blazepose.LANDMARK_ASSET), backend, num_threads=threads)
+    net = blazepose.load_landmark_net(backend, num_threads=threads)
     landmarker = BlazePoseLandmarker(model=CountedNet(net, clock))
     pipeline = BlazePosePeople(detector=detector, landmarker=landmarker)
     # detect() is letterbox + net + decode; the instance attribute shadows the method.

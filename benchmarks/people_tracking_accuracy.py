@@ -39,11 +39,11 @@ from edge_offload.assets import asset_path
 from edge_offload.zoo.blazepose import (
     COCO_KEYPOINT_NAMES,
     DETECTOR_ASSET,
-    LANDMARK_ASSET,
     BlazePoseDetector,
     BlazePoseLandmarker,
     BlazePosePeople,
     Person,
+    load_landmark_net,
 )
 from edge_offload.zoo.detection_metrics import (
     IOU_THRESHOLD,
@@ -70,9 +70,7 @@ def build(
     detector = BlazePoseDetector(
         model=load_tflite_backend(asset_path(DETECTOR_ASSET), args.backend, num_threads=threads)
     )
-    landmarker = BlazePoseLandmarker(
-        model=load_tflite_backend(asset_path(LANDMARK_ASSET), args.backend, num_threads=threads)
-    )
+    landmarker = BlazePoseLandmarker(model=load_landmark_net(args.backend, num_threads=threads))
     if variant == 'per_frame':
         return BlazePosePeople(detector=detector, landmarker=landmarker).people
     # blazepose_lite_people's settings

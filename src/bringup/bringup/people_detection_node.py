@@ -69,7 +69,6 @@ from bringup.people_output import (
     to_person_array,
 )
 from bringup.tracking_worker import TrackingWorker
-from edge_offload.assets import asset_path
 from edge_offload.image_convert import (
     ImageFormatError,
     ImageTooLargeError,
@@ -83,8 +82,8 @@ from edge_offload.ros_node_main import run_node
 from edge_offload.ros_params import ParamSpec, declare_parameters, parameter_values
 from edge_offload.sensor_qos import RELIABLE_SENSOR_QOS_DESCRIPTION, sensor_qos
 from edge_offload.tensor_blob import TensorBlobError, from_tensor_blob
-from edge_offload.zoo.blazepose import LANDMARK_ASSET, BlazePoseLandmarker, Person
-from edge_offload.zoo.litert_backend import BACKENDS, load_tflite_backend
+from edge_offload.zoo.blazepose import BlazePoseLandmarker, Person, load_landmark_net
+from edge_offload.zoo.litert_backend import BACKENDS
 from edge_offload.zoo.people_tracking import (
     DEFAULT_DETECT_EVERY,
     DetectionSchedule,
@@ -299,9 +298,7 @@ class PeopleDetectionNode(Node):
         # side by side beat one net splitting each operator (see ParallelLandmarks).
         landmarkers = [
             BlazePoseLandmarker(
-                model=load_tflite_backend(
-                    asset_path(LANDMARK_ASSET), self._config['tracking_backend'], num_threads=1
-                )
+                model=load_landmark_net(self._config['tracking_backend'], num_threads=1)
             )
             for _ in range(self._config['tracking_threads'])
         ]

@@ -24,6 +24,7 @@ from edge_offload.zoo.blazepose import (
     BlazePosePeople,
 )
 from edge_offload.zoo.detection_metrics import nearest_box
+from edge_offload.zoo.litert_backend import load_tflite_backend
 
 torch.set_num_threads(1)
 
@@ -277,3 +278,30 @@ def test_keypoint_within_10_px_of_hand_label(
     predicted = result['keypoints'][index, COCO_KEYPOINT_NAMES.index(name), :2].numpy()
     error = float(np.linalg.norm(predicted - np.asarray(person['keypoints'][name])))
     assert error <= MAX_KEYPOINT_ERROR_PX, f'{name}: {error:.1f} px from the hand label'
+
+
+@pytest.mark.parametrize('backend', ['torch', 'litert'])
+def test_landmarker_decodes_the_net_without_segmentation_as_the_whole_net(backend: str) -> None:
+    image = _rgb('media/darknet/person.jpg')
+    roi = blazepose.Roi(233.0, 240.0, 326.0, 0.1)
+    pruned = blazepose.load_landmark_net(backend)
+    assert pruned.output_names == ('Identity', 'Identity_1', 'Identity_3', 'Identity_4')
+    whole = load_tflite_backend(asset_path(blazepose.LANDMARK_ASSET), backend)
+    assert len(whole.output_names) == len(blazepose.LANDMARK_OUTPUT_NAMES)
+    fast = BlazePoseLandmarker(model=pruned).landmarks(image, roi)
+    full = BlazePoseLandmarker(model=whole).landmarks(image, roi)
+    assert fast.pose_score > 0.9
+    assert fast.pose_score == pytest.approx(full.pose_score, abs=1e-6)
+    np.testing.assert_allclose(fast.points, full.points, atol=1e-3)
+    np.testing.assert_allclose(fast.visibility, full.visibility, atol=1e-6)
+    np.testing.assert_allclose(fast.world, full.world, atol=1e-6)
+
+
+def test_landmarker_refuses_outputs_of_another_net() -> None:
+    _, matrix = BlazePoseLandmarker.crop(
+        _rgb('media/darknet/person.jpg'), blazepose.Roi(233.0, 240.0, 326.0, 0.0)
+    )
+    with pytest.raises(ValueError, match='gave 2 outputs'):
+        BlazePoseLandmarker(model=blazepose.load_landmark_net()).decode(
+            [torch.zeros(1, 195), torch.zeros(1, 1)], matrix, blazepose.Roi(1, 1, 1, 0)
+        )

@@ -20,13 +20,12 @@ from edge_offload.assets import asset_path
 from edge_offload.models import load_model
 from edge_offload.zoo.blazepose import (
     COCO_FROM_BLAZEPOSE,
-    LANDMARK_ASSET,
     BlazePoseLandmarker,
     BlazePosePeople,
     Roi,
+    load_landmark_net,
 )
 from edge_offload.zoo.detection_metrics import iou_matrix
-from edge_offload.zoo.litert_backend import load_tflite_backend
 from edge_offload.zoo.people_tracking import (
     DetectionSchedule,
     ParallelLandmarks,
@@ -40,7 +39,7 @@ from edge_offload.zoo.people_tracking import (
 
 
 def load_litert_landmarks():  # noqa: ANN201 - an nn.Module
-    return load_tflite_backend(asset_path(LANDMARK_ASSET), 'litert', num_threads=1)
+    return load_landmark_net('litert', num_threads=1)
 
 
 def _rgb(asset: str) -> np.ndarray:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 import pytest
+import tflite
 import torch
 from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
@@ -21,6 +22,7 @@ from edge_offload.zoo.tflite_graph import (
     TfliteGraphError,
     TfliteGraphModule,
     check_supported,
+    keep_outputs,
     load_tflite,
 )
 
@@ -234,3 +236,60 @@ def test_dispatch_accepts_exactly_the_supported_set() -> None:
     for name in ('MUL', 'FULLY_CONNECTED', 'CUSTOM(TFLite_Detection_PostProcess)'):
         with pytest.raises(TfliteGraphError, match=name.replace('(', r'\(').replace(')', r'\)')):
             check_supported(name)
+
+
+# The landmark net without its segmentation head, as the people pipelines run it.
+WITHOUT_SEGMENTATION = ('Identity', 'Identity_1', 'Identity_3', 'Identity_4')
+
+
+def _operator_count(data: bytes) -> int:
+    return tflite.Model.GetRootAsModel(data, 0).Subgraphs(0).OperatorsLength()
+
+
+def test_keep_outputs_runs_fewer_operators_and_gives_the_same_outputs(roi_crops: dict) -> None:
+    whole = asset_path(blazepose.LANDMARK_ASSET).read_bytes()
+    pruned = keep_outputs(whole, WITHOUT_SEGMENTATION)
+    # 46 of the 332 operators compute only the 256x256 segmentation mask.
+    assert _operator_count(pruned) == 286 < _operator_count(whole) == 332
+    module = load_tflite(pruned)
+    assert module.output_names == WITHOUT_SEGMENTATION
+    interpreter = Interpreter(model_content=pruned, num_threads=1)
+    interpreter.allocate_tensors()
+    assert sorted(d['name'] for d in interpreter.get_output_details()) == list(
+        WITHOUT_SEGMENTATION
+    )
+    for asset, x in roi_crops.items():
+        expected = _litert(asset_path(blazepose.LANDMARK_ASSET), x, xnnpack=True)
+        interpreter.set_tensor(interpreter.get_input_details()[0]['index'], x)
+        interpreter.invoke()
+        for detail in interpreter.get_output_details():
+            # The same kernels on the same operators: bit for bit.
+            got = interpreter.get_tensor(detail['index'])
+            assert np.array_equal(got, expected[detail['name']]), f'{asset} {detail["name"]}'
+        ported = _torch(module, x)
+        for name in WITHOUT_SEGMENTATION:
+            _assert_close(ported[name], expected[name], f'{asset} {name} (torch port)')
+
+
+def test_keep_outputs_of_every_output_keeps_every_operator() -> None:
+    whole = asset_path(blazepose.LANDMARK_ASSET).read_bytes()
+    names = load_tflite(whole, validate=False).output_names
+    assert _operator_count(keep_outputs(whole, names)) == _operator_count(whole)
+    # The detector's two outputs share all of its operators but the last two heads.
+    detector = asset_path(blazepose.DETECTOR_ASSET).read_bytes()
+    scores_only = keep_outputs(detector, ['Identity_1'])
+    assert load_tflite(scores_only).output_names == ('Identity_1',)
+    assert _operator_count(scores_only) < _operator_count(detector)
+
+
+@pytest.mark.parametrize('names', [[], ['Identity_9'], ['Identity', 'segmentation']])
+def test_keep_outputs_refuses_unknown_names(names: list[str]) -> None:
+    with pytest.raises(TfliteGraphError, match='not among'):
+        keep_outputs(asset_path(blazepose.LANDMARK_ASSET), names)
+
+
+def test_keep_outputs_refuses_what_is_not_a_model(tmp_path) -> None:  # noqa: ANN001
+    with pytest.raises(TfliteGraphError, match='TFL3'):
+        keep_outputs(b'not a tflite model at all', ['Identity'])
+    with pytest.raises(TfliteGraphError, match='cannot read'):
+        keep_outputs(tmp_path / 'absent.tflite', ['Identity'])

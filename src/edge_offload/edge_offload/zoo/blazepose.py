@@ -69,6 +69,11 @@ COCO_KEYPOINT_NAMES = (
 # BlazePose landmark index of each COCO keypoint (COCO's eyes are the eye centres).
 COCO_FROM_BLAZEPOSE = tuple(BLAZEPOSE_LANDMARK_NAMES.index(name) for name in COCO_KEYPOINT_NAMES)
 LANDMARK_OUTPUT_NAMES = ('landmarks', 'pose_flag', 'segmentation', 'heatmap', 'world_landmarks')
+# Their tensors in the .tflite file, in the same order.
+LANDMARK_TENSORS = ('Identity', 'Identity_1', 'Identity_2', 'Identity_3', 'Identity_4')
+# What the people pipelines decode: all but the segmentation mask, whose 256x256 decoder
+# takes 45 % of the net's time (load_landmark_net leaves it out).
+DECODED_LANDMARK_OUTPUTS = ('landmarks', 'pose_flag', 'heatmap', 'world_landmarks')
 
 DETECTOR_SIZE = 224
 LANDMARK_SIZE = 256
@@ -446,6 +451,22 @@ def refine_with_heatmap(
     return refined
 
 
+def load_landmark_net(backend: str = 'torch', num_threads: int = 1) -> nn.Module:
+    """Return the landmark net on ``backend`` without its segmentation head.
+
+    It gives ``DECODED_LANDMARK_OUTPUTS``, bit for bit those of the whole net, in 55 % of
+    its time (``keep_outputs``); ``blazepose_landmark_full`` is the whole net.
+    """
+    return load_tflite_backend(
+        asset_path(LANDMARK_ASSET),
+        backend,
+        num_threads=num_threads,
+        outputs=[
+            LANDMARK_TENSORS[LANDMARK_OUTPUT_NAMES.index(n)] for n in DECODED_LANDMARK_OUTPUTS
+        ],
+    )
+
+
 class BlazePoseLandmarker(nn.Module):
     """The BlazePose GHUM full landmark model on one ROI at a time."""
 
@@ -456,7 +477,7 @@ class BlazePoseLandmarker(nn.Module):
         refine: bool = True,
     ) -> None:
         super().__init__()
-        self.model = model if model is not None else load_tflite(asset_path(LANDMARK_ASSET))
+        self.model = model if model is not None else load_landmark_net('torch')
         self.refine = refine
 
     @staticmethod
@@ -470,16 +491,26 @@ class BlazePoseLandmarker(nn.Module):
     def decode(
         self, outputs: Sequence[torch.Tensor], crop_to_image: np.ndarray, roi: Roi
     ) -> PoseLandmarks:
-        """Turn the model's 5 outputs into landmarks in image pixels."""
-        raw = outputs[0].reshape(NUM_LANDMARKS, 5).double().numpy()
-        pose_score = float(outputs[1].reshape(-1)[0])
+        """Turn the model's outputs into landmarks in image pixels.
+
+        ``outputs``: the net's 5 (``LANDMARK_OUTPUT_NAMES``) or the 4 of
+        ``load_landmark_net`` (``DECODED_LANDMARK_OUTPUTS``, no segmentation mask).
+        """
+        if len(outputs) == len(LANDMARK_OUTPUT_NAMES):
+            named = dict(zip(LANDMARK_OUTPUT_NAMES, outputs, strict=True))
+        elif len(outputs) == len(DECODED_LANDMARK_OUTPUTS):
+            named = dict(zip(DECODED_LANDMARK_OUTPUTS, outputs, strict=True))
+        else:
+            raise ValueError(f'the landmark net gave {len(outputs)} outputs, expected 5 or 4')
+        raw = named['landmarks'].reshape(NUM_LANDMARKS, 5).double().numpy()
+        pose_score = float(named['pose_flag'].reshape(-1)[0])
         normalised = raw[:, :3] / LANDMARK_SIZE
         if self.refine:
-            heatmap = outputs[3].reshape(outputs[3].shape[-3:]).numpy()
+            heatmap = named['heatmap'].reshape(named['heatmap'].shape[-3:]).numpy()
             normalised[:, :2] = refine_with_heatmap(normalised[:, :2], heatmap)
         xy = apply_affine(crop_to_image, normalised[:, :2] * LANDMARK_SIZE)
         z = normalised[:, 2:3] * roi.size  # MediaPipe scales z like x (by the ROI width)
-        world = outputs[4].reshape(NUM_LANDMARKS, 3).double().numpy()
+        world = named['world_landmarks'].reshape(NUM_LANDMARKS, 3).double().numpy()
         return PoseLandmarks(
             points=np.concatenate([xy, z], axis=1),
             visibility=1.0 / (1.0 + np.exp(-raw[:, 3])),
@@ -817,12 +848,11 @@ def _people_spec(
             return BlazePosePeople(front_end=front_end, flip_test=flip_test, **options)
         # One thread each: the server's workers and the robot's nodes share the cores.
         detector = load_tflite_backend(asset_path(DETECTOR_ASSET), backend, num_threads=1)
-        landmarker = load_tflite_backend(asset_path(LANDMARK_ASSET), backend, num_threads=1)
         return BlazePosePeople(
             front_end=front_end,
             flip_test=flip_test,
             detector=BlazePoseDetector(model=detector),
-            landmarker=BlazePoseLandmarker(model=landmarker),
+            landmarker=BlazePoseLandmarker(model=load_landmark_net(backend, num_threads=1)),
             **options,
         )
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import os
 import threading
-from pathlib import Path
+from collections.abc import Collection
 
 import numpy as np
 import tflite
@@ -39,7 +39,13 @@ import torch
 from ai_edge_litert.interpreter import Interpreter, OpResolverType
 from torch import nn
 
-from edge_offload.zoo.tflite_graph import TfliteGraphError, TfliteGraphModule, load_tflite
+from edge_offload.zoo.tflite_graph import (
+    TfliteGraphError,
+    TfliteGraphModule,
+    keep_outputs,
+    load_tflite,
+    read_model_bytes,
+)
 
 BACKENDS: tuple[str, ...] = ('torch', 'litert')
 
@@ -48,15 +54,6 @@ def _check_threads(num_threads: int) -> None:
     # bool is an int; LiteRT's own check would let True through as 1 thread.
     if isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 1:
         raise ValueError(f'num_threads must be an int >= 1, got {num_threads!r}')
-
-
-def _read(source: str | os.PathLike[str] | bytes) -> bytes:
-    if isinstance(source, bytes | bytearray | memoryview):
-        return bytes(source)
-    try:
-        return Path(source).read_bytes()
-    except OSError as error:
-        raise TfliteGraphError(f'cannot read {source}: {error}') from error
 
 
 class LiteRtModule(nn.Module):
@@ -184,20 +181,27 @@ def load_litert(source: str | os.PathLike[str] | bytes, *, num_threads: int = 1)
     Raises TfliteGraphError (a ValueError) for a missing, unreadable or malformed file.
     """
     _check_threads(num_threads)
-    return LiteRtModule(_read(source), num_threads=num_threads)
+    return LiteRtModule(read_model_bytes(source), num_threads=num_threads)
 
 
 def load_tflite_backend(
-    source: str | os.PathLike[str] | bytes, backend: str, *, num_threads: int = 1
+    source: str | os.PathLike[str] | bytes,
+    backend: str,
+    *,
+    num_threads: int = 1,
+    outputs: Collection[str] | None = None,
 ) -> nn.Module:
     """Load a ``.tflite`` file on ``backend``: ``'torch'`` (the port) or ``'litert'``.
 
     ``num_threads`` sets LiteRT's threads. The torch backend runs on the process's torch
     thread setting (``torch.set_num_threads``, process-global, so not changed here).
+    ``outputs``: the output tensors to compute (``keep_outputs``), all when None.
     """
     if backend not in BACKENDS:
         raise ValueError(f'backend must be one of {BACKENDS}, got {backend!r}')
     _check_threads(num_threads)
+    if outputs is not None:
+        source = keep_outputs(source, outputs)
     if backend == 'litert':
         return load_litert(source, num_threads=num_threads)
     module: TfliteGraphModule = load_tflite(source)

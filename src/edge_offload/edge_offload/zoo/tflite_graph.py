@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 import struct
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -713,6 +713,99 @@ _HANDLERS: dict[str, Callable[[TfliteGraphModule, _Node, list], torch.Tensor]] =
 assert set(_HANDLERS) == RUNTIME_OPS  # noqa: S101 - a table edited in one place only
 
 
+# vtable slots of SubGraph's fields (schema.fbs: tensors, inputs, outputs, operators).
+_SUBGRAPH_OUTPUTS_SLOT = 8
+_SUBGRAPH_OPERATORS_SLOT = 10
+
+
+def keep_outputs(source: str | os.PathLike[str] | bytes, names: Collection[str]) -> bytes:
+    """Return a copy of a ``.tflite`` model that computes only the outputs ``names``.
+
+    Subgraph 0's output list keeps those outputs (in the file's order) and its operator
+    list only the operators they depend on, in their order; tensors, weights and
+    everything else are untouched, so LiteRT and ``load_tflite`` run the copy and give
+    the kept outputs bit for bit. Heads nobody reads cost nothing then: BlazePose's
+    landmark net spends 45 % of its time on a 256x256 segmentation mask that the people
+    pipelines never use (measured on LiteRT, one thread: 16.1 ms a run, 8.8 ms without).
+
+    The two vectors are shortened in place (a flatbuffer vector is its length and its
+    entries; an entry of the operator vector is an offset relative to its own position,
+    so a moved entry is rebased). Raises TfliteGraphError for an unknown output name, a
+    model of several subgraphs or one with signatures (they would name dropped outputs).
+    """
+    data = bytearray(read_model_bytes(source))
+    try:
+        model = _read_model(bytes(data))
+        if model.SubgraphsLength() != 1 or model.SignatureDefsLength() != 0:
+            raise TfliteGraphError(
+                'keep_outputs handles models of one subgraph without signatures; this one has '
+                f'{model.SubgraphsLength()} subgraphs, {model.SignatureDefsLength()} signatures'
+            )
+        subgraph = model.Subgraphs(0)
+        outputs = [int(t) for t in subgraph.OutputsAsNumpy()]
+        by_name = {subgraph.Tensors(t).Name().decode(): t for t in outputs}
+        unknown = sorted(set(names) - set(by_name))
+        if unknown or not names:
+            raise TfliteGraphError(
+                f"outputs {unknown or '(none)'} are not among the model's {sorted(by_name)}"
+            )
+        kept = [t for t in outputs if subgraph.Tensors(t).Name().decode() in names]
+        producer = {}
+        for position in range(subgraph.OperatorsLength()):
+            for tensor in subgraph.Operators(position).OutputsAsNumpy():
+                producer[int(tensor)] = position
+        needed: set[int] = set()
+        pending = list(kept)
+        while pending:
+            position = producer.get(pending.pop())
+            if position is None or position in needed:
+                continue  # a graph input or a constant, or seen already
+            needed.add(position)
+            pending.extend(int(t) for t in subgraph.Operators(position).InputsAsNumpy() if t >= 0)
+        table = subgraph._tab  # noqa: SLF001 - the generated reader exposes no vector positions
+        operators = table.Vector(table.Offset(_SUBGRAPH_OPERATORS_SLOT))
+        if struct.unpack_from('<I', data, operators - 4)[0] != subgraph.OperatorsLength():
+            raise TfliteGraphError(
+                'malformed TFLite file: the operator vector is not where expected'
+            )
+        targets = [
+            operators + 4 * position + struct.unpack_from('<I', data, operators + 4 * position)[0]
+            for position in range(subgraph.OperatorsLength())
+        ]
+        for slot, position in enumerate(sorted(needed)):
+            entry = operators + 4 * slot
+            struct.pack_into('<I', data, entry, targets[position] - entry)
+        struct.pack_into('<I', data, operators - 4, len(needed))
+        output_vector = table.Vector(table.Offset(_SUBGRAPH_OUTPUTS_SLOT))
+        for slot, tensor in enumerate(kept):
+            struct.pack_into('<i', data, output_vector + 4 * slot, tensor)
+        struct.pack_into('<I', data, output_vector - 4, len(kept))
+    except TfliteGraphError:
+        raise
+    except (
+        struct.error,
+        IndexError,
+        ValueError,
+        TypeError,
+        AttributeError,
+        UnicodeError,
+    ) as error:
+        raise TfliteGraphError(
+            f'malformed TFLite file: {type(error).__name__}: {error}'
+        ) from error
+    return bytes(data)
+
+
+def read_model_bytes(source: str | os.PathLike[str] | bytes) -> bytes:
+    """Return a model's bytes from a path or bytes; TfliteGraphError when unreadable."""
+    if isinstance(source, bytes | bytearray | memoryview):
+        return bytes(source)
+    try:
+        return Path(source).read_bytes()
+    except OSError as error:
+        raise TfliteGraphError(f'cannot read {source}: {error}') from error
+
+
 def load_tflite(
     source: str | os.PathLike[str] | bytes, *, validate: bool = True
 ) -> TfliteGraphModule:
@@ -721,13 +814,7 @@ def load_tflite(
     Raises TfliteGraphError for a malformed file or an op this loader does not run;
     ``validate`` also runs zeros through the graph once to check every op's shape.
     """
-    if isinstance(source, bytes | bytearray | memoryview):
-        data = bytes(source)
-    else:
-        try:
-            data = Path(source).read_bytes()
-        except OSError as error:
-            raise TfliteGraphError(f'cannot read {source}: {error}') from error
+    data = read_model_bytes(source)
     try:
         graph = _parse(data)
     except TfliteGraphError:
