@@ -26,7 +26,7 @@ import struct
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import tflite
@@ -713,6 +713,18 @@ _HANDLERS: dict[str, Callable[[TfliteGraphModule, _Node, list], torch.Tensor]] =
 assert set(_HANDLERS) == RUNTIME_OPS  # noqa: S101 - a table edited in one place only
 
 
+Result = TypeVar('Result')
+# The flatbuffer runtime reports truncation and bad offsets as low-level errors.
+_FLATBUFFER_ERRORS = (
+    struct.error,
+    IndexError,
+    ValueError,
+    TypeError,
+    AttributeError,
+    UnicodeError,
+    OverflowError,
+    MemoryError,
+)
 # vtable slots of SubGraph's fields (schema.fbs: tensors, inputs, outputs, operators).
 _SUBGRAPH_OUTPUTS_SLOT = 8
 _SUBGRAPH_OPERATORS_SLOT = 10
@@ -734,65 +746,53 @@ def keep_outputs(source: str | os.PathLike[str] | bytes, names: Collection[str])
     model of several subgraphs or one with signatures (they would name dropped outputs).
     """
     data = bytearray(read_model_bytes(source))
-    try:
-        model = _read_model(bytes(data))
-        if model.SubgraphsLength() != 1 or model.SignatureDefsLength() != 0:
-            raise TfliteGraphError(
-                'keep_outputs handles models of one subgraph without signatures; this one has '
-                f'{model.SubgraphsLength()} subgraphs, {model.SignatureDefsLength()} signatures'
-            )
-        subgraph = model.Subgraphs(0)
-        outputs = [int(t) for t in subgraph.OutputsAsNumpy()]
-        by_name = {subgraph.Tensors(t).Name().decode(): t for t in outputs}
-        unknown = sorted(set(names) - set(by_name))
-        if unknown or not names:
-            raise TfliteGraphError(
-                f"outputs {unknown or '(none)'} are not among the model's {sorted(by_name)}"
-            )
-        kept = [t for t in outputs if subgraph.Tensors(t).Name().decode() in names]
-        producer = {}
-        for position in range(subgraph.OperatorsLength()):
-            for tensor in subgraph.Operators(position).OutputsAsNumpy():
-                producer[int(tensor)] = position
-        needed: set[int] = set()
-        pending = list(kept)
-        while pending:
-            position = producer.get(pending.pop())
-            if position is None or position in needed:
-                continue  # a graph input or a constant, or seen already
-            needed.add(position)
-            pending.extend(int(t) for t in subgraph.Operators(position).InputsAsNumpy() if t >= 0)
-        table = subgraph._tab  # noqa: SLF001 - the generated reader exposes no vector positions
-        operators = table.Vector(table.Offset(_SUBGRAPH_OPERATORS_SLOT))
-        if struct.unpack_from('<I', data, operators - 4)[0] != subgraph.OperatorsLength():
-            raise TfliteGraphError(
-                'malformed TFLite file: the operator vector is not where expected'
-            )
-        targets = [
-            operators + 4 * position + struct.unpack_from('<I', data, operators + 4 * position)[0]
-            for position in range(subgraph.OperatorsLength())
-        ]
-        for slot, position in enumerate(sorted(needed)):
-            entry = operators + 4 * slot
-            struct.pack_into('<I', data, entry, targets[position] - entry)
-        struct.pack_into('<I', data, operators - 4, len(needed))
-        output_vector = table.Vector(table.Offset(_SUBGRAPH_OUTPUTS_SLOT))
-        for slot, tensor in enumerate(kept):
-            struct.pack_into('<i', data, output_vector + 4 * slot, tensor)
-        struct.pack_into('<I', data, output_vector - 4, len(kept))
-    except TfliteGraphError:
-        raise
-    except (
-        struct.error,
-        IndexError,
-        ValueError,
-        TypeError,
-        AttributeError,
-        UnicodeError,
-    ) as error:
+    return _as_graph_error(lambda: _keep_outputs(data, names))
+
+
+def _keep_outputs(data: bytearray, names: Collection[str]) -> bytes:
+    model = _read_model(bytes(data))
+    if model.SubgraphsLength() != 1 or model.SignatureDefsLength() != 0:
         raise TfliteGraphError(
-            f'malformed TFLite file: {type(error).__name__}: {error}'
-        ) from error
+            'keep_outputs handles models of one subgraph without signatures; this one has '
+            f'{model.SubgraphsLength()} subgraphs, {model.SignatureDefsLength()} signatures'
+        )
+    subgraph = model.Subgraphs(0)
+    outputs = [int(t) for t in subgraph.OutputsAsNumpy()]
+    by_name = {subgraph.Tensors(t).Name().decode(): t for t in outputs}
+    unknown = sorted(set(names) - set(by_name))
+    if unknown or not names:
+        raise TfliteGraphError(
+            f"outputs {unknown or '(none)'} are not among the model's {sorted(by_name)}"
+        )
+    kept = [t for t in outputs if subgraph.Tensors(t).Name().decode() in names]
+    producer = {}
+    for position in range(subgraph.OperatorsLength()):
+        for tensor in subgraph.Operators(position).OutputsAsNumpy():
+            producer[int(tensor)] = position
+    needed: set[int] = set()
+    pending = list(kept)
+    while pending:
+        position = producer.get(pending.pop())
+        if position is None or position in needed:
+            continue  # a graph input or a constant, or seen already
+        needed.add(position)
+        pending.extend(int(t) for t in subgraph.Operators(position).InputsAsNumpy() if t >= 0)
+    table = subgraph._tab  # noqa: SLF001 - the generated reader exposes no vector positions
+    operators = table.Vector(table.Offset(_SUBGRAPH_OPERATORS_SLOT))
+    if struct.unpack_from('<I', data, operators - 4)[0] != subgraph.OperatorsLength():
+        raise TfliteGraphError('malformed TFLite file: the operator vector is not where expected')
+    targets = [
+        operators + 4 * position + struct.unpack_from('<I', data, operators + 4 * position)[0]
+        for position in range(subgraph.OperatorsLength())
+    ]
+    for slot, position in enumerate(sorted(needed)):
+        entry = operators + 4 * slot
+        struct.pack_into('<I', data, entry, targets[position] - entry)
+    struct.pack_into('<I', data, operators - 4, len(needed))
+    output_vector = table.Vector(table.Offset(_SUBGRAPH_OUTPUTS_SLOT))
+    for slot, tensor in enumerate(kept):
+        struct.pack_into('<i', data, output_vector + 4 * slot, tensor)
+    struct.pack_into('<I', data, output_vector - 4, len(kept))
     return bytes(data)
 
 
@@ -815,22 +815,17 @@ def load_tflite(
     ``validate`` also runs zeros through the graph once to check every op's shape.
     """
     data = read_model_bytes(source)
+    graph = _as_graph_error(lambda: _parse(data))
+    return TfliteGraphModule(graph, validate=validate)
+
+
+def _as_graph_error(read: Callable[[], Result]) -> Result:
+    """Return ``read()``; the flatbuffer runtime's low-level errors become TfliteGraphError."""
     try:
-        graph = _parse(data)
+        return read()
     except TfliteGraphError:
         raise
-    except (
-        struct.error,
-        IndexError,
-        ValueError,
-        TypeError,
-        AttributeError,
-        UnicodeError,
-        OverflowError,
-        MemoryError,
-    ) as error:
-        # The flatbuffer runtime reports truncation and bad offsets as low-level errors.
+    except _FLATBUFFER_ERRORS as error:
         raise TfliteGraphError(
             f'malformed TFLite file: {type(error).__name__}: {error}'
         ) from error
-    return TfliteGraphModule(graph, validate=validate)
