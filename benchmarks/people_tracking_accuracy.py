@@ -16,10 +16,15 @@ Variants:
   ``--every`` frames (sooner when a track is lost), answering D frames late (``--delays``;
   the front end's measured time in ``make run`` is about 0.43 s, 4 frames), and one
   landmark run per tracked person on every frame. On a photo the tracked keypoints are
-  those of the ``--still-frames``-th frame of the photo repeated.
+  those of the ``--still-frames``-th frame of the photo repeated. With ``--phases N`` it
+  also runs started 1 .. N-1 frames into the video, so the labelled frames (every 40th)
+  fall at every point of the front end's cycle, and reports the mean and range over the
+  N runs, scored on the labelled frames from frame N on (the per-frame pipeline beside
+  them on the same frames). One run's figures move by about 3 people with the phase.
 
     python benchmarks/people_tracking_accuracy.py [--variants per_frame tracked]
-        [--every 10] [--delays 0 3 4 5 10] [--backend litert] [--output results/...json]
+        [--every 10] [--delays 0 3 4 5 10] [--phases 1] [--backend litert]
+        [--output results/...json]
 """
 
 from __future__ import annotations
@@ -85,8 +90,10 @@ def build(
     )
 
 
-def video_accuracy(variant: str, args: argparse.Namespace, delay: int) -> dict:
-    """Run ``variant`` on vtest.avi; count its boxes on the labelled frames."""
+def video_accuracy(
+    variant: str, args: argparse.Namespace, delay: int, first_frame: int = 0
+) -> dict:
+    """Run ``variant`` on vtest.avi from ``first_frame``; count boxes on the labelled frames."""
     annotations = json.loads(BOXES.read_text())
     truth = {int(f['index']): f['boxes'] for f in annotations['frames']}
     pipeline = build(variant, args, delay)
@@ -98,7 +105,7 @@ def video_accuracy(variant: str, args: argparse.Namespace, delay: int) -> dict:
             ok, bgr = capture.read()
             if not ok:
                 raise SystemExit(f'{annotations["video"]} ends before frame {max(truth)}')
-            if variant == 'per_frame' and index not in truth:
+            if index < first_frame or (variant == 'per_frame' and index not in truth):
                 index += 1
                 continue
             image = np.ascontiguousarray(bgr[:, :, ::-1])
@@ -128,6 +135,39 @@ def video_accuracy(variant: str, args: argparse.Namespace, delay: int) -> dict:
     if isinstance(pipeline, TrackedPeople):
         result['front_end_runs'] = pipeline.front_end_runs
     return result
+
+
+def phase_accuracy(args: argparse.Namespace, delay: int, first: dict) -> dict:
+    """Return the tracked pipeline's counts over ``args.phases`` front-end phases.
+
+    The labelled frames are every 40th and the front end is asked every ``--every``
+    frames from the first, so one run sees every labelled frame at the same point of the
+    front end's cycle. Runs started 0 .. phases-1 frames into the video see the others; all
+    are scored on the labelled frames from the first one after the last start.
+    ``first``: the run started at frame 0.
+    """
+    runs = [first['per_labelled_frame']] + [
+        video_accuracy('tracked', args, delay, start)['per_labelled_frame']
+        for start in range(1, args.phases)
+    ]
+    scored_from = min(index for index in runs[0] if index >= args.phases)
+    counts = [_counts_from(run, scored_from) for run in runs]
+    return {
+        'starts': args.phases,
+        'scored_from_frame': scored_from,
+        'recall': [c.recall for c in counts],
+        'precision': [c.precision for c in counts],
+        'mean_recall': float(np.mean([c.recall for c in counts])),
+        'mean_precision': float(np.mean([c.precision for c in counts])),
+    }
+
+
+def _counts_from(per_frame: dict[int, dict[str, int]], first_index: int) -> Counts:
+    total = Counts()
+    for index, c in per_frame.items():
+        if index >= first_index:
+            total = total + Counts(tp=c['tp'], fp=c['fp'], fn=c['fn'])
+    return total
 
 
 def _recall_without_first(per_frame: dict[int, dict[str, int]]) -> float:
@@ -179,6 +219,13 @@ def main(argv: list[str] | None = None) -> int:
         default=[0, 3, 4, 5, 10],
         help='front-end answer delays, frames',
     )
+    parser.add_argument(
+        '--phases',
+        type=int,
+        default=1,
+        help='tracked runs started 0..N-1 frames into the video (front-end phases; 10 '
+        'covers every 10 frames)',
+    )
     parser.add_argument('--still-frames', type=int, default=5, help='tracked frames of a photo')
     parser.add_argument('--backend', choices=BACKENDS, default='litert')
     parser.add_argument('--threads', type=int, default=1, help='torch, LiteRT, OpenCV threads')
@@ -193,6 +240,8 @@ def main(argv: list[str] | None = None) -> int:
         for delay in [0] if variant == 'per_frame' else args.delays:
             name = variant if variant == 'per_frame' else f'{variant}/{delay}'
             results[name] = {'boxes': video_accuracy(variant, args, delay), 'keypoints': keypoints}
+            if variant == 'tracked' and args.phases > 1:
+                results[name]['phases'] = phase_accuracy(args, delay, results[name]['boxes'])
             print(f'{name}: done', flush=True)
     print(
         f'vtest.avi labelled frames (IoU >= {IOU_THRESHOLD}, recall over people taller than '
@@ -212,6 +261,24 @@ def main(argv: list[str] | None = None) -> int:
             f'| {b["recall_without_frame_0"]:.3f} | {b["tp"]} | {b["fp"]} | {b["fn"]} '
             f'| {k["within_10_px"]}/{k["keypoints"]} | {k["mean_px"]:.2f} |'
         )
+    phased = {name: r['phases'] for name, r in results.items() if 'phases' in r}
+    if phased:
+        scored_from = min(p['scored_from_frame'] for p in phased.values())
+        print(
+            f'\nfront-end phases: tracked runs started 0-{args.phases - 1} frames in, scored '
+            f'on the labelled frames from frame {scored_from}'
+        )
+        print('| variant | recall mean (min-max) | precision mean (min-max) |')
+        print('|---|---|---|')
+        if 'per_frame' in results:
+            c = _counts_from(results['per_frame']['boxes']['per_labelled_frame'], scored_from)
+            print(f'| per_frame | {c.recall:.3f} | {c.precision:.3f} |')
+        for name, p in phased.items():
+            print(
+                f'| {name} | {p["mean_recall"]:.3f} ({min(p["recall"]):.3f}-'
+                f'{max(p["recall"]):.3f}) | {p["mean_precision"]:.3f} '
+                f'({min(p["precision"]):.3f}-{max(p["precision"]):.3f}) |'
+            )
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(
         json.dumps({'settings': vars(args) | {'output': str(args.output)}, 'results': results})
