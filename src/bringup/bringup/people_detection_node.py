@@ -12,7 +12,9 @@ video mode (``edge_offload.zoo.people_tracking``): a thread of this node runs th
 landmark net once per tracked person on every frame, on the ROI the person's previous
 landmarks predict (``tracking_backend``: LiteRT or the torch port; ``tracking_threads``
 people at a time, a single-threaded net each), and the configured people model, the
-multi-person front end, runs on the offload bridge every ``detect_every_n_frames`` frames,
+multi-person front end, runs on the offload bridge every ``detect_min_every_n_frames`` to
+``detect_every_n_frames`` frames (its median answer time over ``detect_max_duty``: a fast
+edge server is asked more often, and tracking loses people only between its answers),
 sooner (after a third of that) when a track is lost or nobody is tracked. Its answer comes
 back a few frames later and starts tracks for the people no track covers. The front end
 never holds a frame up; at most one request is outstanding. ``offload_mode`` of the results
@@ -86,6 +88,8 @@ from edge_offload.zoo.blazepose import BlazePoseLandmarker, Person, load_landmar
 from edge_offload.zoo.litert_backend import BACKENDS
 from edge_offload.zoo.people_tracking import (
     DEFAULT_DETECT_EVERY,
+    DEFAULT_MAX_DUTY,
+    DEFAULT_MIN_DETECT_EVERY,
     DetectionSchedule,
     PeopleTracker,
     seeds_from_outputs,
@@ -110,10 +114,29 @@ PARAMETERS = (
     ParamSpec(
         'detect_every_n_frames',
         DEFAULT_DETECT_EVERY,
-        'With tracking: run the front end every this many frames (after a third of that when '
-        'a track is lost or nobody is tracked).',
+        'With tracking: run the front end every this many frames at most (after a third of '
+        'the interval when a track is lost or nobody is tracked).',
         1,
         10000,
+        True,
+    ),
+    ParamSpec(
+        'detect_min_every_n_frames',
+        DEFAULT_MIN_DETECT_EVERY,
+        'With tracking: the shortest interval between front-end runs, frames (capped at '
+        'detect_every_n_frames; equal to it: a fixed interval).',
+        1,
+        10000,
+        True,
+    ),
+    ParamSpec(
+        'detect_max_duty',
+        DEFAULT_MAX_DUTY,
+        "With tracking: the interval is the front end's median answer time in frames over "
+        'this, between the two limits above (a faster edge server is asked more often and '
+        'finds people sooner).',
+        0.01,
+        1.0,
         True,
     ),
     ParamSpec(
@@ -280,7 +303,9 @@ class PeopleDetectionNode(Node):
             how = (
                 f'tracking ({self._config["tracking_backend"]} landmark net, '
                 f'{self._config["tracking_threads"]} thread(s)); front end {model!r} via the '
-                f'offload action every {self._config["detect_every_n_frames"]} frames'
+                f'offload action every {self._config["detect_min_every_n_frames"]}-'
+                f'{self._config["detect_every_n_frames"]} frames (the sooner it answers, the '
+                'more often)'
             )
         self.get_logger().info(
             f'people detection: {how} (mode {mode}, queue {self._config["queue_size"]})'
@@ -304,7 +329,14 @@ class PeopleDetectionNode(Node):
         ]
         return TrackingWorker(
             PeopleTracker(landmarkers),
-            DetectionSchedule(self._config['detect_every_n_frames']),
+            DetectionSchedule(
+                self._config['detect_every_n_frames'],
+                min(
+                    self._config['detect_min_every_n_frames'],
+                    self._config['detect_every_n_frames'],
+                ),
+                self._config['detect_max_duty'],
+            ),
             to_rgb=lambda frame: imgmsg_to_cv2(frame.image, 'rgb8'),
             on_people=self._on_tracked_people,
             on_detection_due=self._on_detection_due,
@@ -665,6 +697,7 @@ class PeopleDetectionNode(Node):
                 front_end_requests=stats.detections_requested,
                 front_end_answers=stats.detections_answered,
                 front_end_waits_untracked=stats.untracked_waits,
+                front_end_interval_frames=stats.front_end_interval,
             )
             frames = max(stats.frames_tracked, 1)
             for stage in ('convert', 'catch_up', 'landmarks', 'publish'):

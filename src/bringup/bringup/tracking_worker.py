@@ -10,6 +10,7 @@ newest frame, not a backlog). One thread takes them in order and, per frame:
    through the frames tracked since the one the front end saw (``CatchUpFrames``);
 2. asks for the multi-person front end when ``DetectionSchedule`` says it is due and none
    is outstanding (``on_detection_due(item)``: the node sends that frame to the bridge);
+   the schedule asks more often the sooner the answers come (``answered``);
 3. runs the tracker on the frame and hands the people to ``on_people``, which a second
    thread calls (drawing and publishing a frame overlaps tracking the next; two results
    at most wait for it, then tracking waits: none is dropped, the order is kept).
@@ -59,6 +60,7 @@ class TrackingStats:
     detections_answered: int = 0
     detections_failed: int = 0
     untracked_waits: int = 0  # frames that waited for the front end, nobody being tracked
+    front_end_interval: int = 0  # frames between front-end requests now (the schedule's)
     tracked_now: int = 0
     # Seconds spent per stage, over all tracked frames (mean = total / frames_tracked).
     convert_s: float = 0.0
@@ -89,7 +91,7 @@ class TrackingWorker(Generic[Item]):
         self.untracked_wait_s = untracked_wait_s
         self.tracker = tracker
         self.schedule = schedule
-        self.stats = TrackingStats()
+        self.stats = TrackingStats(front_end_interval=schedule.interval)
         self._to_rgb = to_rgb
         self._on_people = on_people
         self._on_detection_due = on_detection_due
@@ -183,6 +185,11 @@ class TrackingWorker(Generic[Item]):
     def _track(self, item: Item, seeds: list[Seed] | None, ask: bool) -> None:
         frame = self.stats.frames_tracked
         try:
+            if seeds is not None:
+                # The last request's answer, applied on this frame: its latency sets the
+                # schedule's interval (an answer a frame waits for below is not counted).
+                self.schedule.answered(frame)
+                self.stats.front_end_interval = self.schedule.interval
             if ask:
                 self.schedule.requested(frame)
                 self._on_detection_due(item)

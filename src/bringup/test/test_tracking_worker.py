@@ -68,9 +68,10 @@ def _to_rgb(item: tuple[int, np.ndarray | None]) -> np.ndarray:
 
 
 def _worker(front_end: BlazePosePeople, recorder: _Recorder, **kwargs) -> TrackingWorker:  # noqa: ANN003
+    every = kwargs.pop('every_n_frames', 3)
     return TrackingWorker(
         PeopleTracker(front_end.landmarker),
-        DetectionSchedule(every_n_frames=kwargs.pop('every_n_frames', 3)),
+        DetectionSchedule(every, kwargs.pop('min_every_n_frames', every)),
         to_rgb=_to_rgb,
         on_people=recorder.on_people,
         on_detection_due=recorder.on_due,
@@ -105,6 +106,34 @@ def test_frames_are_tracked_once_the_front_end_answers(
         assert not worker.busy()
     finally:
         worker.stop()
+
+
+def test_the_front_end_is_asked_as_often_as_its_answers_allow(
+    photo: np.ndarray, front_end: BlazePosePeople
+) -> None:
+    seeds = seeds_from_people(front_end.people(photo))
+
+    def requests(answer_after: int, frames: int) -> tuple[list[int], int]:
+        """Answer each request ``answer_after`` frames later; return the frames asked on."""
+        recorder = _Recorder()
+        worker = _worker(
+            front_end, recorder, queue_size=8, every_n_frames=10, min_every_n_frames=3
+        )
+        try:
+            assert worker.stats.front_end_interval == 10  # nothing measured yet
+            for frame in range(frames):
+                if recorder.due and frame == recorder.due[-1] + answer_after:
+                    worker.add_seeds(seeds)
+                worker.submit((frame, photo))
+                assert _wait(lambda frame=frame: len(recorder.people) == frame + 1)
+            return recorder.due, worker.stats.front_end_interval
+        finally:
+            worker.stop()
+
+    # One frame late: 1 / max_duty 0.4 -> every 3 frames.
+    assert requests(1, 10) == ([0, 3, 6, 9], 3)
+    # Four frames late (the front end on the robot's own cores): every 10.
+    assert requests(4, 25) == ([0, 10, 20], 10)
 
 
 def test_a_frame_asked_on_while_nobody_is_tracked_waits_for_its_answer(

@@ -310,6 +310,65 @@ def test_detection_schedule() -> None:
         DetectionSchedule(every_n_frames=0)
 
 
+def test_detection_schedule_asks_a_faster_front_end_more_often() -> None:
+    schedule = DetectionSchedule(every_n_frames=10, min_every_n_frames=3, max_duty=0.4)
+    assert schedule.interval == 10  # nothing measured yet
+    latencies = {1: 3, 2: 5, 3: 8, 4: 10, 9: 10}  # answer frames -> interval (ceil(l / 0.4))
+    for latency, interval in latencies.items():
+        schedule = DetectionSchedule(every_n_frames=10, min_every_n_frames=3, max_duty=0.4)
+        frame = 0
+        for _ in range(3):
+            schedule.requested(frame)
+            schedule.answered(frame + latency)
+            frame += latency + 1
+        assert schedule.interval == interval, latency
+        assert not schedule.due(frame - 1 + interval - 1 - latency, tracked=2)
+    # The median of the recent answers: one slow answer does not slow the schedule down.
+    schedule = DetectionSchedule(every_n_frames=10, min_every_n_frames=3, max_duty=0.4)
+    for frame, latency in zip(range(0, 50, 10), (1, 1, 9, 1, 1), strict=True):
+        schedule.requested(frame)
+        schedule.answered(frame + latency)
+    assert schedule.interval == 3
+    schedule.requested(50)
+    assert not schedule.due(52, tracked=2)
+    assert schedule.due(53, tracked=2)
+    # min == every: a fixed interval whatever the answers.
+    fixed = DetectionSchedule(every_n_frames=5, min_every_n_frames=5)
+    fixed.requested(0)
+    fixed.answered(1)
+    assert fixed.interval == 5
+    for bad in (
+        {'min_every_n_frames': 0},
+        {'min_every_n_frames': 11},
+        {'max_duty': 0.0},
+        {'max_duty': 1.5},
+    ):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            DetectionSchedule(every_n_frames=10, **bad)
+
+
+def test_tracked_people_asks_a_front_end_that_answers_sooner_more_often(
+    front_end: BlazePosePeople, person: np.ndarray
+) -> None:
+    runs = {}
+    for delay in (1, 4):
+        tracked = TrackedPeople(
+            PeopleTracker(front_end.landmarker),
+            people_front_end(front_end),
+            every_n_frames=10,
+            min_every_n_frames=3,
+            delay_frames=delay,
+        )
+        for _ in range(40):
+            assert len(tracked(person)) == 1
+        runs[delay] = tracked.front_end_runs
+        assert tracked.schedule.interval == (3 if delay == 1 else 10)
+    # Frame 0 is waited for (not measured) and frame 10 is asked on the default interval;
+    # then every 10 frames at 4 frames late (20, 30), every 3 at 1 frame late (13 ... 37).
+    assert runs[4] == 4
+    assert runs[1] == 11
+
+
 def test_tracked_people_runs_the_front_end_on_schedule_and_applies_it_late(
     front_end: BlazePosePeople, person: np.ndarray
 ) -> None:

@@ -51,6 +51,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import itertools
+import math
 import queue
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -71,6 +72,11 @@ from edge_offload.zoo.blazepose import (
 from edge_offload.zoo.detection_metrics import iou_matrix
 
 DEFAULT_DETECT_EVERY = 10
+DEFAULT_MIN_DETECT_EVERY = 3
+# A front-end request is in flight at most this fraction of the frames: 0.4 keeps the
+# measured 4-frame answers of a front end on the robot's own cores at every 10 frames.
+DEFAULT_MAX_DUTY = 0.4
+_ANSWER_WINDOW = 5
 Job = TypeVar('Job')
 Output = TypeVar('Output')
 
@@ -558,21 +564,52 @@ def _roi_box(roi: Roi) -> np.ndarray:
 class DetectionSchedule:
     """When the multi-person front end is due (one request in flight at a time).
 
-    Every ``every_n_frames`` frames, so that people who walk in are found within that
-    many frames plus the front end's own time; sooner, ``every_n_frames // 3`` frames
-    after the last request, when nobody is tracked or a track was lost since (someone may
-    have been occluded and re-appear). Not at once: on a crowded scene tracks are lost
-    every few frames, and a front end asked on each loss ran back to back and took the
-    CPU the tracker needed (measured on 2 shared cores: half the frames dropped).
+    Every ``interval`` frames, so that people who walk in are found within that many
+    frames plus the front end's own time; sooner, a third of that after the last request,
+    when nobody is tracked or a track was lost since (someone may have been occluded and
+    re-appear). Not at once: on a crowded scene tracks are lost every few frames, and a
+    front end asked on each loss ran back to back and took the CPU the tracker needed
+    (measured on 2 shared cores: half the frames dropped).
+
+    The interval follows the front end's speed: the median of its last answers' latency
+    in frames (``answered``) divided by ``max_duty``, so that a request is in flight at
+    most that fraction of the time, between ``min_every_n_frames`` and
+    ``every_n_frames``. Tracking loses people only between the front end's answers, so a
+    faster server finds more: on the hand-boxed vtest.avi frames recall is 0.91 asked
+    every 3 frames and answering a frame late, 0.83-0.86 every 10 frames
+    (``benchmarks/people_tracking_accuracy.py``). A slow front end, like one sharing the
+    robot's two cores (answers about 4 frames late), is asked every 10 frames, which
+    leaves the tracker its CPU. Until an answer is measured the interval is
+    ``every_n_frames``.
     """
 
     every_n_frames: int = DEFAULT_DETECT_EVERY
+    min_every_n_frames: int = DEFAULT_MIN_DETECT_EVERY
+    max_duty: float = DEFAULT_MAX_DUTY
     _last_request: int | None = field(default=None, init=False)
     _lost_since_request: bool = field(default=False, init=False)
+    _answer_frames: collections.deque[int] = field(
+        default_factory=lambda: collections.deque(maxlen=_ANSWER_WINDOW), init=False
+    )
 
     def __post_init__(self) -> None:
         if self.every_n_frames < 1:
             raise ValueError(f'every_n_frames must be at least 1, got {self.every_n_frames}')
+        if not 1 <= self.min_every_n_frames <= self.every_n_frames:
+            raise ValueError(
+                f'min_every_n_frames must be in [1, every_n_frames={self.every_n_frames}], '
+                f'got {self.min_every_n_frames}'
+            )
+        if not 0.0 < self.max_duty <= 1.0:
+            raise ValueError(f'max_duty must be in (0, 1], got {self.max_duty}')
+
+    @property
+    def interval(self) -> int:
+        """Frames from one request to the next while every track holds."""
+        if not self._answer_frames:
+            return self.every_n_frames
+        wanted = math.ceil(float(np.median(self._answer_frames)) / self.max_duty - 1e-9)
+        return min(self.every_n_frames, max(self.min_every_n_frames, wanted))
 
     def note_lost(self, lost: int) -> None:
         """Record tracks lost on a frame."""
@@ -584,13 +621,21 @@ class DetectionSchedule:
             return True
         since = frame - self._last_request
         if tracked == 0 or self._lost_since_request:
-            return since >= max(1, self.every_n_frames // 3)
-        return since >= self.every_n_frames
+            return since >= max(1, self.interval // 3)
+        return since >= self.interval
 
     def requested(self, frame: int) -> None:
         """Record that the front end was started on ``frame``."""
         self._last_request = frame
         self._lost_since_request = False
+
+    def answered(self, frame: int) -> None:
+        """Record that the last request's answer is applied on ``frame``.
+
+        Not for an answer the frame waited for (nobody tracked): the wait hides its time.
+        """
+        if self._last_request is not None and frame >= self._last_request:
+            self._answer_frames.append(frame - self._last_request)
 
 
 class TrackedPeople:
@@ -599,7 +644,9 @@ class TrackedPeople:
     ``front_end(image) -> list[Seed]`` stands for the detector (``BlazePosePeople`` by
     default, run in this thread). Its answer for frame t is applied before tracking frame
     ``t + delay_frames`` (0: on the same frame, before tracking), which emulates a front
-    end that runs beside tracking and answers late. With ``wait_when_untracked`` a frame
+    end that runs beside tracking and answers late; ``DetectionSchedule`` sets the
+    interval from that delay (``every_n_frames`` the longest, ``min_every_n_frames`` the
+    shortest). With ``wait_when_untracked`` a frame
     the front end is asked on while nobody is tracked waits for the answer (applied on
     that frame), as the people detection node's tracking thread does: with no track
     there is nothing to track meanwhile. Deterministic: the same frames give the same
@@ -612,6 +659,8 @@ class TrackedPeople:
         front_end: Callable[[np.ndarray], list[Seed]],
         *,
         every_n_frames: int = DEFAULT_DETECT_EVERY,
+        min_every_n_frames: int = DEFAULT_MIN_DETECT_EVERY,
+        max_duty: float = DEFAULT_MAX_DUTY,
         delay_frames: int = 0,
         wait_when_untracked: bool = True,
     ) -> None:
@@ -619,11 +668,14 @@ class TrackedPeople:
             raise ValueError(f'delay_frames must be >= 0, got {delay_frames}')
         self.tracker = tracker
         self.front_end = front_end
-        self.schedule = DetectionSchedule(every_n_frames)
+        self.schedule = DetectionSchedule(
+            every_n_frames, min(min_every_n_frames, every_n_frames), max_duty
+        )
         self.delay_frames = delay_frames
         self.wait_when_untracked = wait_when_untracked
         self.front_end_runs = 0
-        self._pending: tuple[int, list[Seed]] | None = None  # (frame to apply at, seeds)
+        # (frame to apply at, seeds, whether that frame waits for them)
+        self._pending: tuple[int, list[Seed], bool] | None = None
         self._seen: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # tracks when asked
         self._since = CatchUpFrames()
         self._frame = 0
@@ -636,7 +688,11 @@ class TrackedPeople:
             self.schedule.requested(frame)
             self.front_end_runs += 1
             waits = self.wait_when_untracked and not self.tracker.tracks
-            self._pending = (frame if waits else frame + self.delay_frames, self.front_end(image))
+            self._pending = (
+                frame if waits else frame + self.delay_frames,
+                self.front_end(image),
+                waits,
+            )
             self._seen = self.tracker.positions()
             self._since.restart()
             requested = True
@@ -644,6 +700,8 @@ class TrackedPeople:
             requested = False
         if self._pending is not None and self._pending[0] <= frame:
             self.tracker.seed(self._pending[1], self._since.frames(), self._seen)
+            if not self._pending[2]:
+                self.schedule.answered(frame)
             self._pending = None
         result = self.tracker.step(image)
         if not requested:
