@@ -303,12 +303,18 @@ class PeopleDetectionNode(Node):
             how = (
                 f'tracking ({self._config["tracking_backend"]} landmark net, '
                 f'{self._config["tracking_threads"]} thread(s)); front end {model!r} via the '
-                f'offload action every {self._config["detect_min_every_n_frames"]}-'
+                f'offload action every {self._min_detect_every()}-'
                 f'{self._config["detect_every_n_frames"]} frames (the sooner it answers, the '
                 'more often)'
             )
         self.get_logger().info(
             f'people detection: {how} (mode {mode}, queue {self._config["queue_size"]})'
+        )
+
+    def _min_detect_every(self) -> int:
+        """Return the shortest front-end interval, at most the longest (then a fixed one)."""
+        return min(
+            self._config['detect_min_every_n_frames'], self._config['detect_every_n_frames']
         )
 
     def _tracking_worker(self, model: str, outputs: tuple[str, ...]) -> TrackingWorker[_Frame]:
@@ -331,10 +337,7 @@ class PeopleDetectionNode(Node):
             PeopleTracker(landmarkers),
             DetectionSchedule(
                 self._config['detect_every_n_frames'],
-                min(
-                    self._config['detect_min_every_n_frames'],
-                    self._config['detect_every_n_frames'],
-                ),
+                self._min_detect_every(),
                 self._config['detect_max_duty'],
             ),
             to_rgb=lambda frame: imgmsg_to_cv2(frame.image, 'rgb8'),

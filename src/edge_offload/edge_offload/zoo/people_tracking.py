@@ -32,14 +32,16 @@ of the auxiliary landmarks 33 and 34). ``PeopleTracker`` does that for many peop
   the one the front end saw (at most ``catch_up`` runs per answer; ``CatchUpFrames``
   keeps them), so it starts where the person is now. (Median optical flow of the seed's
   box did not help: the box is mostly static background.)
-* ``DetectionSchedule`` says when the front end is due: every ``every_n_frames`` frames
-  (people walking in), sooner when a track was lost or nobody is tracked.
+* ``DetectionSchedule`` says when the front end is due: every few frames (people walking
+  in), the more often the sooner its answers come (a faster edge server finds people
+  sooner), and sooner still when a track was lost or nobody is tracked.
 
 Measured on the hand-boxed vtest.avi frames (``benchmarks/people_tracking_accuracy.py``)
 tracking loses recall against detection on every frame, the more the later and the less
-often the front end answers (every 10 frames: 0.86 on time or three frames late, 0.83-0.84
-four to five, 0.75 ten; every 5 frames, four late: 0.89; against 0.90): people who cross
-are sometimes lost until the front end finds them again.
+often the front end answers (every 10 frames: 0.86 on time or three frames late, 0.82-0.84
+four to five, 0.75 ten; as ``DetectionSchedule`` asks it, one or two frames late: 0.88-0.89;
+against 0.90): people who cross or step out from behind someone are lost until the front
+end finds them again.
 
 Plain Python and numpy: no ROS, no sockets. ``TrackedPeople`` runs the loop synchronously
 with an emulated front-end delay, for benchmarks and tests; the people detection node runs
