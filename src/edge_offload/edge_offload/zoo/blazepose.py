@@ -38,11 +38,14 @@ from typing import Literal
 import cv2
 import numpy as np
 import torch
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import connected_components
 from torch import nn
 
 from edge_offload.assets import asset_path
-from edge_offload.models import ModelSpec, SizeLimits, TensorSpec
+from edge_offload.models import InvalidInputError, ModelSpec, SizeLimits, TensorSpec
 from edge_offload.zoo.detection_metrics import iou_matrix
+from edge_offload.zoo.ground_plane import GroundPlane
 from edge_offload.zoo.litert_backend import load_tflite_backend
 from edge_offload.zoo.tflite_graph import TfliteGraphModule, load_tflite
 
@@ -574,6 +577,14 @@ class Person:
     confidence: float = 1.0  # the front end's own: detector score or squashed HOG margin
 
 
+# The default people detector's 64x128 window holds a person 96 px tall, feet at row 112.
+HOG_PERSON_ROWS = 96
+HOG_FOOT_ROW = 112
+# detectMultiScale's grouping of raw window hits (finalThreshold 2, eps 0.2).
+HOG_GROUP_THRESHOLD = 2
+HOG_GROUP_EPS = 0.2
+
+
 def hog_people(
     image: np.ndarray,
     *,
@@ -583,33 +594,146 @@ def hog_people(
     win_stride: int = 8,
     scale: float = 1.05,
     max_people: int = MAX_PEOPLE,
+    ground_plane: GroundPlane | None = None,
 ) -> list[tuple[np.ndarray, float]]:
     """OpenCV's HOG + linear SVM people detector; returns (box px, SVM margin), best first.
 
     The default window is 64x128 with the person about 96 px tall in it, so the frame is
     upscaled by ``upscale`` (at most to ``max_pixels``, which bounds the cost) to find
     people down to about 96 / upscale px. Boxes are in the input image's pixels.
+
+    With a ``ground_plane`` each scale is searched only on the rows where people of its
+    size stand (``hog_people_on_ground``); without one, on the whole frame.
     """
     height, width = image.shape[:2]
     upscale = max(1.0, min(upscale, math.sqrt(max_pixels / float(height * width))))
     grey = cv2.cvtColor(image, cv2.COLOR_RGB2GRAY)
-    if upscale != 1.0:
-        grey = cv2.resize(grey, None, fx=upscale, fy=upscale, interpolation=cv2.INTER_LINEAR)
     # A descriptor per call: cheap next to the search, and no state shared across threads.
     hog = cv2.HOGDescriptor()
     hog.setSVMDetector(cv2.HOGDescriptor_getDefaultPeopleDetector())
     window_w, window_h = hog.winSize
-    if grey.shape[0] < window_h or grey.shape[1] < window_w:
+    if height * upscale < window_h or width * upscale < window_w:
         return []  # OpenCV 4.x crashes (segfault) on images smaller than the window
-    rects, weights = hog.detectMultiScale(
-        grey, hitThreshold=hit_threshold, winStride=(win_stride, win_stride), scale=scale
-    )
-    found = []
-    for (x, y, w, h), weight in zip(rects, np.asarray(weights).reshape(-1), strict=True):
-        box = np.array([x, y, x + w, y + h], dtype=np.float64) / upscale
-        found.append((box, float(weight)))
+    if ground_plane is not None:
+        found = hog_people_on_ground(
+            hog, grey, ground_plane, upscale, hit_threshold, win_stride, scale
+        )
+    else:
+        if upscale != 1.0:
+            grey = cv2.resize(grey, None, fx=upscale, fy=upscale, interpolation=cv2.INTER_LINEAR)
+        rects, weights = hog.detectMultiScale(
+            grey, hitThreshold=hit_threshold, winStride=(win_stride, win_stride), scale=scale
+        )
+        found = [
+            (np.array([x, y, x + w, y + h], dtype=np.float64) / upscale, float(weight))
+            for (x, y, w, h), weight in zip(rects, np.asarray(weights).reshape(-1), strict=True)
+        ]
     found.sort(key=lambda item: -item[1])
     return found[:max_people]
+
+
+def hog_people_on_ground(
+    hog: cv2.HOGDescriptor,
+    grey: np.ndarray,
+    ground_plane: GroundPlane | None,
+    upscale: float,
+    hit_threshold: float,
+    win_stride: int,
+    scale: float,
+) -> list[tuple[np.ndarray, float]]:
+    """HOG's multi-scale search, each scale only on the band where its people stand.
+
+    The scales are detectMultiScale's (``scale`` ** i of the frame upscaled ``upscale``
+    times, while the window fits). At scale s the window finds people 96 s / upscale px
+    tall; ``ground_plane`` says on which foot rows they stand, so only that band, plus
+    the window above and below the feet, is resized and searched (None: every row, what
+    detectMultiScale searches). The raw hits of all scales are grouped as detectMultiScale
+    groups them (``group_window_hits``). Returns (box px of ``grey``, SVM margin).
+    """
+    height, width = grey.shape
+    window_w, window_h = hog.winSize
+    hits: list[tuple[float, float, float, float]] = []
+    weights: list[float] = []
+    level = 1.0
+    for _ in range(64):  # detectMultiScale's most levels
+        if width * upscale / level < window_w or height * upscale / level < window_h:
+            break
+        factor = upscale / level  # grey px -> this level's px
+        top, bottom = 0, height
+        if ground_plane is not None:
+            low, high = ground_plane.foot_rows(HOG_PERSON_ROWS / factor)
+            top = max(0, math.floor(low - HOG_FOOT_ROW / factor))
+            bottom = min(height, math.ceil(high + (window_h - HOG_FOOT_ROW) / factor))
+        level *= scale
+        band_w, band_h = round(width * factor), round((bottom - top) * factor)
+        if band_h < window_h or band_w < window_w:
+            continue
+        band = cv2.resize(grey[top:bottom], (band_w, band_h), interpolation=cv2.INTER_LINEAR)
+        locations, margins = hog.detect(
+            band, hitThreshold=hit_threshold, winStride=(win_stride, win_stride)
+        )
+        for (x, y), margin in zip(
+            np.asarray(locations).reshape(-1, 2), np.asarray(margins).reshape(-1), strict=True
+        ):
+            hits.append((x / factor, top + y / factor, window_w / factor, window_h / factor))
+            weights.append(float(margin))
+    return group_window_hits(np.array(hits).reshape(-1, 4), np.array(weights))
+
+
+def group_window_hits(
+    rects: np.ndarray,
+    weights: np.ndarray,
+    threshold: int = HOG_GROUP_THRESHOLD,
+    eps: float = HOG_GROUP_EPS,
+) -> list[tuple[np.ndarray, float]]:
+    """Group raw detector windows (N, 4: x y w h) as OpenCV's HOG groups them.
+
+    Windows are similar when every edge is within ``eps`` times their mean smaller side;
+    similar windows form one group (transitively). A group of more than ``threshold``
+    windows becomes its mean window, scored with its best margin, unless it lies inside
+    another group's window that has more windows. Returns (x0 y0 x1 y1, margin).
+    """
+    count = len(rects)
+    if count == 0:
+        return []
+    x, y, w, h = (rects[:, i] for i in range(4))
+    delta = eps * 0.5 * (np.minimum.outer(w, w) + np.minimum.outer(h, h))
+    similar = (
+        (np.abs(x[:, None] - x[None, :]) <= delta)
+        & (np.abs(y[:, None] - y[None, :]) <= delta)
+        & (np.abs((x + w)[:, None] - (x + w)[None, :]) <= delta)
+        & (np.abs((y + h)[:, None] - (y + h)[None, :]) <= delta)
+    )
+    groups, labels = connected_components(csr_matrix(similar), directed=False)
+    sizes = np.bincount(labels, minlength=groups)
+    means = np.zeros((groups, 4))
+    np.add.at(means, labels, rects)
+    means /= np.maximum(sizes, 1)[:, None]
+    best = np.full(groups, -np.inf)
+    np.maximum.at(best, labels, weights)
+    found = []
+    for i in range(groups):
+        if sizes[i] <= threshold:
+            continue
+        x0, y0, wi, hi = means[i]
+        inside = False
+        for j in range(groups):
+            if j == i or sizes[j] <= threshold:
+                continue
+            xj, yj, wj, hj = means[j]
+            dx, dy = wj * eps, hj * eps
+            if (
+                x0 >= xj - dx
+                and y0 >= yj - dy
+                and x0 + wi <= xj + wj + dx
+                and y0 + hi <= yj + hj + dy
+                and (sizes[j] > max(3, sizes[i]) or sizes[i] < 3)
+            ):
+                inside = True
+                break
+        if not inside:
+            found.append((np.array([x0, y0, x0 + wi, y0 + hi]), float(best[i])))
+    return found
 
 
 def hog_confidence(margin: float) -> float:
@@ -728,7 +852,7 @@ class BlazePosePeople(nn.Module):
             people.append(self._person(landmarks, detection.score, image, 'blazepose'))
         return people
 
-    def _from_hog(self, image: np.ndarray) -> list[Person]:
+    def _from_hog(self, image: np.ndarray, ground_plane: GroundPlane | None) -> list[Person]:
         people = []
         found = hog_people(
             image,
@@ -737,6 +861,7 @@ class BlazePosePeople(nn.Module):
             hit_threshold=self.hog_hit_threshold,
             scale=self.hog_scale,
             max_people=self.max_people,
+            ground_plane=ground_plane,
         )
         for box, margin in found:
             x0, y0, x1, y1 = box
@@ -766,13 +891,16 @@ class BlazePosePeople(nn.Module):
             confidence=float(confidence),
         )
 
-    def people(self, image: np.ndarray) -> list[Person]:
-        """Return the people in an RGB uint8 HxWx3 ``image``, best first."""
+    def people(self, image: np.ndarray, ground_plane: GroundPlane | None = None) -> list[Person]:
+        """Return the people in an RGB uint8 HxWx3 ``image``, best first.
+
+        With a ``ground_plane`` HOG searches each scale only where its people stand.
+        """
         candidates: list[Person] = []
         if self.front_end in ('blazepose', 'tiled', 'hybrid'):
             candidates += self._from_detector(image, tiled=self.front_end == 'tiled')
         if self.front_end in ('hog', 'hybrid'):
-            candidates += self._from_hog(image)
+            candidates += self._from_hog(image, ground_plane)
         candidates = [
             p
             for p in candidates
@@ -793,8 +921,13 @@ class BlazePosePeople(nn.Module):
                 break
         return kept
 
-    def forward(self, image: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    def forward(
+        self, image: torch.Tensor, ground_plane: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, ...]:
         """Return the people of a (1, 3, H, W) uint8 RGB image, best first.
+
+        ``ground_plane`` (3,): slope, intercept and tolerance of a ``GroundPlane`` for HOG,
+        or zeros when it is not known (``ground_plane_input``); anything else is refused.
 
         Outputs: ``boxes`` (N, 4), ``scores`` (N,), ``keypoints`` (N, 17, 3), and for a
         tracker to follow them (``people_tracking``) ``rois`` (N, 4: x and y centre, side
@@ -805,8 +938,14 @@ class BlazePosePeople(nn.Module):
             raise ValueError(f'image must be (1, 3, H, W), got {list(image.shape)}')
         if image.dtype != torch.uint8:
             raise ValueError(f'image must be uint8, got {image.dtype}')
+        plane = None
+        if ground_plane is not None:
+            try:
+                plane = GroundPlane.from_values(ground_plane.reshape(-1).tolist())
+            except ValueError as error:
+                raise InvalidInputError(f'input ground_plane: {error}') from None
         frame = np.ascontiguousarray(image[0].permute(1, 2, 0).cpu().numpy())
-        people = self.people(frame) if frame.size else []
+        people = self.people(frame, plane) if frame.size else []
         rois = [p.landmarks.next_roi() for p in people]
         return (
             torch.from_numpy(np.array([p.box for p in people], np.float32).reshape(-1, 4)),
@@ -833,6 +972,10 @@ _PEOPLE_OUTPUTS = ('boxes', 'scores', 'keypoints', 'rois', 'confidences')
 # are fine: they give no people.
 PEOPLE_INPUT_LIMITS = SizeLimits(min_side=0, max_side=4096, max_pixels=4096 * 2160)
 _PEOPLE_INPUTS = {'image': TensorSpec((1, 3, None, None), torch.uint8, PEOPLE_INPUT_LIMITS)}
+# Where people stand (GroundPlane.as_values, zeros when unknown): the robot's, not the
+# model's, since one server model serves robots whose cameras differ.
+GROUND_PLANE_INPUT = 'ground_plane'
+_GROUND_PEOPLE_INPUTS = {**_PEOPLE_INPUTS, GROUND_PLANE_INPUT: TensorSpec((3,), torch.float32)}
 
 
 def _people_spec(
@@ -841,6 +984,7 @@ def _people_spec(
     what: str,
     flip_test: bool = True,
     backend: str = 'torch',
+    ground_plane_input: bool = False,
     **options: object,
 ) -> ModelSpec:
     def build() -> BlazePosePeople:
@@ -859,7 +1003,7 @@ def _people_spec(
     return ModelSpec(
         name=name,
         build=build,
-        inputs=_PEOPLE_INPUTS,
+        inputs=_GROUND_PEOPLE_INPUTS if ground_plane_input else _PEOPLE_INPUTS,
         outputs=_PEOPLE_OUTPUTS,
         trained=True,
         description=(
@@ -899,6 +1043,11 @@ def blazepose_lite_people() -> ModelSpec:
     faster than the torch port on a CPU with outputs within 0.022 px
     (``test_litert_backend``). They are opaque to the operator-level modes (per_op, rrto,
     lopinfer): offload this model whole (nnto), or use a torch-port model there.
+
+    Its second input, ``ground_plane`` (3 float32: ``GroundPlane.as_values``, zeros when
+    not known), tells HOG where people stand, so that it searches each scale only there
+    (``hog_people_on_ground``): the tracker that asks for this front end fits it to the
+    people it tracks (``GroundPlaneFit``).
     """
     return _people_spec(
         'blazepose_lite_people',
@@ -906,6 +1055,7 @@ def blazepose_lite_people() -> ModelSpec:
         'BlazePose detector and OpenCV HOG (scale step 1.1) proposals, one landmark pass each',
         flip_test=False,
         backend='litert',
+        ground_plane_input=True,
         refine_roi=False,
         hog_scale=1.1,
     )
