@@ -16,7 +16,11 @@ multi-person front end, runs on the offload bridge every ``detect_min_every_n_fr
 ``detect_every_n_frames`` frames (its median answer time over ``detect_max_duty``: a fast
 edge server is asked more often, and tracking loses people only between its answers),
 sooner (after a third of that) when a track is lost or nobody is tracked. Its answer comes
-back a few frames later and starts tracks for the people no track covers. The front end
+back a few frames later and starts tracks for the people no track covers. A front end with
+a ``ground_plane`` input (``blazepose_lite_people``) is sent the line of person height
+against foot row fitted to the people tracked so far (``edge_offload.zoo.ground_plane``),
+and its HOG searches each scale only where people of that size stand, about twice as fast;
+every ``ground_plane_full_scan_every``-th request scans every row. The front end
 never holds a frame up; at most one request is outstanding. ``offload_mode`` of the results
 reads ``<front end mode>+tracking``.
 
@@ -83,8 +87,19 @@ from edge_offload.models import InvalidInputError, UnknownModelError, model_spec
 from edge_offload.ros_node_main import run_node
 from edge_offload.ros_params import ParamSpec, declare_parameters, parameter_values
 from edge_offload.sensor_qos import RELIABLE_SENSOR_QOS_DESCRIPTION, sensor_qos
-from edge_offload.tensor_blob import TensorBlobError, from_tensor_blob
-from edge_offload.zoo.blazepose import BlazePoseLandmarker, Person, load_landmark_net
+from edge_offload.tensor_blob import TensorBlobError, from_tensor_blob, to_tensor_blob
+from edge_offload.zoo.blazepose import (
+    GROUND_PLANE_INPUT,
+    BlazePoseLandmarker,
+    Person,
+    load_landmark_net,
+)
+from edge_offload.zoo.ground_plane import (
+    DEFAULT_TOLERANCE,
+    UNKNOWN_GROUND_PLANE,
+    GroundPlane,
+    GroundPlaneFit,
+)
 from edge_offload.zoo.litert_backend import BACKENDS
 from edge_offload.zoo.people_tracking import (
     DEFAULT_DETECT_EVERY,
@@ -147,6 +162,26 @@ PARAMETERS = (
         '(0: never wait; tracking goes on with nobody until the answer comes).',
         0.0,
         60.0,
+        True,
+    ),
+    ParamSpec(
+        'ground_plane_full_scan_every',
+        4,
+        'With tracking and a front end that takes a ground_plane input: every this many '
+        'requests it scans every row; the others carry the line of person height against '
+        'foot row fitted to the tracked people (1: always scan every row; 0: never, once '
+        'the line is fitted).',
+        0,
+        1000,
+        True,
+    ),
+    ParamSpec(
+        'ground_plane_tolerance',
+        DEFAULT_TOLERANCE,
+        'With the ground plane: the front end looks for people from 1 / (1 + this) to '
+        '1 + this times the height the line predicts at their feet.',
+        0.05,
+        4.0,
         True,
     ),
     ParamSpec(
@@ -253,8 +288,9 @@ class PeopleDetectionNode(Node):
         self._worker: TrackingWorker[_Frame] | None = None
         if self._config['tracking']:
             self._worker = self._tracking_worker(model, spec.outputs)
-        # The frame the tracking thread wants the front end run on (handed to the executor).
-        self._due_detection: _Frame | None = None
+        # The frame the tracking thread wants the front end run on, and the ground plane to
+        # send with it (handed to the executor).
+        self._due_detection: tuple[_Frame, GroundPlane | None] | None = None
         if not spec.trained:
             self.get_logger().warning(
                 f'model {model!r} is untrained (random weights): its people are not '
@@ -333,6 +369,12 @@ class PeopleDetectionNode(Node):
             )
             for _ in range(self._config['tracking_threads'])
         ]
+        ground_plane = None
+        if GROUND_PLANE_INPUT in self._model_spec.inputs:
+            ground_plane = GroundPlaneFit(
+                tolerance=self._config['ground_plane_tolerance'],
+                full_scan_every=self._config['ground_plane_full_scan_every'],
+            )
         return TrackingWorker(
             PeopleTracker(landmarkers),
             DetectionSchedule(
@@ -346,6 +388,7 @@ class PeopleDetectionNode(Node):
             on_error=self._on_tracking_error,
             queue_size=self._config['queue_size'],
             untracked_wait_s=self._config['untracked_wait_s'],
+            ground_plane=ground_plane,
         )
 
     def busy(self) -> bool:
@@ -420,15 +463,16 @@ class PeopleDetectionNode(Node):
 
     # -- tracking (callbacks of the tracking thread, and the front end's answers) -------
 
-    def _on_detection_due(self, frame: _Frame) -> None:
+    def _on_detection_due(self, frame: _Frame, ground_plane: GroundPlane | None) -> None:
         # Goals are sent from the executor: the guard condition hands the frame over.
-        self._due_detection = frame
+        self._due_detection = (frame, ground_plane)
         self._detection_wake.trigger()
 
     def _send_due_detection(self) -> None:
-        frame, self._due_detection = self._due_detection, None
-        if frame is None or self._worker is None:
+        due, self._due_detection = self._due_detection, None
+        if due is None or self._worker is None:
             return
+        frame, ground_plane = due
         self._abandon_unanswered_goals()
         if not self._client.server_is_ready():
             self._worker.detection_failed()
@@ -437,7 +481,7 @@ class PeopleDetectionNode(Node):
                 throttle_duration_sec=5.0,
             )
             return
-        self._send(frame, self._on_front_end_outputs)
+        self._send(frame, self._on_front_end_outputs, ground_plane)
 
     def _on_front_end_outputs(
         self, frame: _Frame, result: Offload.Result, outputs: dict[str, np.ndarray]
@@ -520,13 +564,21 @@ class PeopleDetectionNode(Node):
             self._bridge_missing_since = None
             self._send(self._queue.popleft())
 
-    def _send(self, frame: _Frame, on_outputs: _OutputsHandler | None = None) -> None:
+    def _send(
+        self,
+        frame: _Frame,
+        on_outputs: _OutputsHandler | None = None,
+        ground_plane: GroundPlane | None = None,
+    ) -> None:
         goal = Offload.Goal()
         goal.header = frame.image.header
         goal.model = self._config['model']
         goal.mode = self._config['mode']
         goal.images = [frame.image]
         goal.image_input_names = [self._config['image_input_name']]
+        if GROUND_PLANE_INPUT in self._model_spec.inputs:
+            values = UNKNOWN_GROUND_PLANE if ground_plane is None else ground_plane.as_values()
+            goal.inputs = [to_tensor_blob(GROUND_PLANE_INPUT, np.array(values, np.float32))]
         deadline_s = self._config['deadline_s']
         goal.deadline = Duration(sec=int(deadline_s), nanosec=int((deadline_s % 1.0) * 1e9))
         sequence = self._next_goal
@@ -702,6 +754,13 @@ class PeopleDetectionNode(Node):
                 front_end_waits_untracked=stats.untracked_waits,
                 front_end_interval_frames=stats.front_end_interval,
             )
+            if self._worker.ground_plane is not None:
+                plane = stats.ground_plane
+                values['ground_plane'] = (
+                    f'fitting ({stats.ground_plane_samples} samples)'
+                    if plane is None
+                    else f'height {plane.slope:.3f} x foot row + {plane.intercept:.1f} px'
+                )
             frames = max(stats.frames_tracked, 1)
             for stage in ('convert', 'catch_up', 'landmarks', 'publish'):
                 seconds = getattr(stats, f'{stage}_s')

@@ -10,7 +10,9 @@ newest frame, not a backlog). One thread takes them in order and, per frame:
    through the frames tracked since the one the front end saw (``CatchUpFrames``);
 2. asks for the multi-person front end when ``DetectionSchedule`` says it is due and none
    is outstanding (``on_detection_due(item)``: the node sends that frame to the bridge);
-   the schedule asks more often the sooner the answers come (``answered``);
+   the schedule asks more often the sooner the answers come (``answered``); the request
+   carries the ground plane fitted to the people tracked so far (``GroundPlaneFit``), so
+   that the front end searches each scale only where its people stand;
 3. runs the tracker on the frame and hands the people to ``on_people``, which a second
    thread calls (drawing and publishing a frame overlaps tracking the next; two results
    at most wait for it, then tracking waits: none is dropped, the order is kept).
@@ -36,6 +38,7 @@ from typing import Generic, TypeVar
 import numpy as np
 
 from edge_offload.zoo.blazepose import Person
+from edge_offload.zoo.ground_plane import GroundPlane, GroundPlaneFit
 from edge_offload.zoo.people_tracking import (
     CatchUpFrames,
     DetectionSchedule,
@@ -61,6 +64,8 @@ class TrackingStats:
     detections_failed: int = 0
     untracked_waits: int = 0  # frames that waited for the front end, nobody being tracked
     front_end_interval: int = 0  # frames between front-end requests now (the schedule's)
+    ground_plane: GroundPlane | None = None  # the fit at the last request (None: not yet)
+    ground_plane_samples: int = 0
     tracked_now: int = 0
     # Seconds spent per stage, over all tracked frames (mean = total / frames_tracked).
     convert_s: float = 0.0
@@ -79,10 +84,11 @@ class TrackingWorker(Generic[Item]):
         *,
         to_rgb: Callable[[Item], np.ndarray],
         on_people: Callable[[Item, list[Person]], None],
-        on_detection_due: Callable[[Item], None],
+        on_detection_due: Callable[[Item, GroundPlane | None], None],
         on_error: Callable[[Item, Exception], None],
         queue_size: int = 1,
         untracked_wait_s: float = 0.0,
+        ground_plane: GroundPlaneFit | None = None,
     ) -> None:
         if queue_size < 1:
             raise ValueError(f'queue_size must be at least 1, got {queue_size}')
@@ -91,6 +97,7 @@ class TrackingWorker(Generic[Item]):
         self.untracked_wait_s = untracked_wait_s
         self.tracker = tracker
         self.schedule = schedule
+        self.ground_plane = ground_plane  # tracking thread only
         self.stats = TrackingStats(front_end_interval=schedule.interval)
         self._to_rgb = to_rgb
         self._on_people = on_people
@@ -192,7 +199,7 @@ class TrackingWorker(Generic[Item]):
                 self.stats.front_end_interval = self.schedule.interval
             if ask:
                 self.schedule.requested(frame)
-                self._on_detection_due(item)
+                self._on_detection_due(item, self._plane_for_request())
                 # Whom the answer will cover: the tracks of the frame the front end sees.
                 self._seen = self.tracker.positions()
                 if not seeds and not self.tracker.tracks and self.untracked_wait_s > 0:
@@ -218,6 +225,8 @@ class TrackingWorker(Generic[Item]):
             self._on_error(item, error)
             return
         self.schedule.note_lost(result.lost)
+        if self.ground_plane is not None:
+            self.ground_plane.add(np.array([p.box for p in result.people]), image.shape[0])
         stats = self.stats
         stats.frames_tracked += 1
         stats.landmark_runs += result.landmark_runs
@@ -229,6 +238,13 @@ class TrackingWorker(Generic[Item]):
         with self._condition:
             self._output_busy = True  # busy() stays true from here until handed out
         self._results.put((item, result.people))
+
+    def _plane_for_request(self) -> GroundPlane | None:
+        if self.ground_plane is None:
+            return None
+        self.stats.ground_plane = self.ground_plane.plane()
+        self.stats.ground_plane_samples = self.ground_plane.samples
+        return self.ground_plane.for_request()
 
     def _await_seeds(self) -> list[Seed] | None:
         """Wait for the outstanding front-end answer (``untracked_wait_s`` at most)."""

@@ -140,29 +140,28 @@ def test_video_frames_are_offloaded_and_match_local(
     assert sum(len(message.people) for message in received) > 0, 'no people in 30 frames'
 
 
-def test_tracked_people_across_processes(
-    tmp_path, ros_context, ros_executor, ros_processes, local_people
-):
-    """With tracking (the default) every frame gets people; the front end runs on a few.
+def _run_tracking(
+    tmp_path, ros_context, ros_executor, ros_processes, model: str, frames: int, **params
+) -> tuple[list[PersonArray], dict[str, str]]:
+    """Track ``frames`` vtest.avi frames with ``model`` as the front end, over processes.
 
-    The front end's answers come back a variable number of frames late, so the tracked
-    people are compared with the per-frame model's loosely.
+    Returns the results in stamp order and the last /diagnostics values.
     """
     keys = make_test_keys(tmp_path / 'keys')
     port = free_tcp_port()
-    ros_processes.start(edge_server_node_command(port, keys, [MODEL]), name='edge_server')
+    ros_processes.start(edge_server_node_command(port, keys, [model]), name='edge_server')
     bridge = ros_processes.start(
-        offload_bridge_node_command(port, keys, [MODEL], mode='nnto', fallback_to_local=False),
+        offload_bridge_node_command(port, keys, [model], mode='nnto', fallback_to_local=False),
         name='offload_bridge',
     )
     detection = ros_processes.start(
         node_command(
             'bringup.people_detection_node',
-            model=MODEL,
-            detect_every_n_frames=5,
+            model=model,
             queue_size=64,
             min_score=0.0,
             reliable_sensor_qos=True,
+            **params,
         ),
         name='people_detection',
     )
@@ -190,26 +189,44 @@ def test_tracked_people_across_processes(
             uri=str(asset_path('media/opencv/vtest.avi')),
             rate_mode='fixed',
             rate_hz=10.0,
-            max_frames=FRAMES,
+            max_frames=frames,
             wait_for_subscribers=1,
             reliable_sensor_qos=True,
         ),
         name='sensor_source',
     )
-    done = spin_until(ros_executor, lambda: len(received) >= FRAMES, timeout_s=180.0)
+    done = spin_until(ros_executor, lambda: len(received) >= frames, timeout_s=180.0)
     assert done, (
-        f'{len(received)} of {FRAMES} results\n'
+        f'{len(received)} of {frames} results\n'
         + ros_processes.output(source)
         + ros_processes.output(detection)
     )
     spin_until(ros_executor, lambda: False, timeout_s=1.5)  # one more diagnostics period
     node.destroy_node()
-
     received.sort(key=lambda message: (message.header.stamp.sec, message.header.stamp.nanosec))
+    return received, diagnostics[-1]
+
+
+def test_tracked_people_across_processes(
+    tmp_path, ros_context, ros_executor, ros_processes, local_people
+):
+    """With tracking (the default) every frame gets people; the front end runs on a few.
+
+    The front end's answers come back a variable number of frames late, so the tracked
+    people are compared with the per-frame model's loosely.
+    """
+    received, status = _run_tracking(
+        tmp_path,
+        ros_context,
+        ros_executor,
+        ros_processes,
+        MODEL,
+        FRAMES,
+        detect_every_n_frames=5,
+    )
     modes = {message.offload_mode for message in received}
     assert modes <= {'none+tracking', 'nnto+tracking'}, modes
     assert received[-1].offload_mode == 'nnto+tracking'
-    status = diagnostics[-1]
     requests = int(status['front_end_requests'])
     assert 1 <= requests < FRAMES // 2, status
     assert int(status['frames_tracked']) == FRAMES
@@ -227,3 +244,34 @@ def test_tracked_people_across_processes(
             matched += int((iou_matrix(wanted, boxes).max(axis=1) >= 0.5).sum())
     print(f'{matched} of {total} people of the per-frame model tracked')  # noqa: T201
     assert matched > 0, f'none of {total} people of the per-frame model tracked'
+
+
+def test_the_default_front_end_searches_where_the_tracked_people_stand(
+    tmp_path, ros_context, ros_executor, ros_processes
+):
+    """The default front end takes the ground plane the node fits to the tracked people.
+
+    It goes with the frame to the real edge server as a second input tensor; from the
+    first frames' people the node fits the line of height against foot row and sends it.
+    """
+    frames = 40
+    received, status = _run_tracking(
+        tmp_path,
+        ros_context,
+        ros_executor,
+        ros_processes,
+        'blazepose_lite_people',
+        frames,
+        detect_every_n_frames=5,
+        ground_plane_full_scan_every=3,
+    )
+    assert len(received) == frames
+    assert {message.offload_mode for message in received[1:]} == {'nnto+tracking'}
+    # Every request answered (none refused for its ground plane), and people tracked.
+    assert int(status['front_end_answers']) >= int(status['front_end_requests']) - 1 >= 3
+    assert status.get('errors', '0') == '0', status
+    assert int(status['tracks_started']) > 0
+    # vtest.avi's hand boxes follow 0.214 x foot row + 19.9 px.
+    assert status['ground_plane'].startswith('height '), status
+    slope = float(status['ground_plane'].split()[1])
+    assert 0.1 < slope < 0.4, status

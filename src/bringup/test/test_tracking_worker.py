@@ -18,6 +18,7 @@ import pytest
 from bringup.tracking_worker import TrackingWorker
 from edge_offload.assets import asset_path
 from edge_offload.zoo.blazepose import BlazePosePeople
+from edge_offload.zoo.ground_plane import GroundPlane, GroundPlaneFit
 from edge_offload.zoo.people_tracking import DetectionSchedule, PeopleTracker, seeds_from_people
 
 
@@ -46,6 +47,7 @@ class _Recorder:
     def __init__(self) -> None:
         self.people: list[tuple[int, int]] = []  # (frame, people)
         self.due: list[int] = []
+        self.planes: list[GroundPlane | None] = []
         self.errors: list[tuple[int, str]] = []
         self.release = threading.Event()
         self.release.set()
@@ -54,8 +56,9 @@ class _Recorder:
         self.release.wait(10.0)
         self.people.append((item[0], len(people)))
 
-    def on_due(self, item: tuple[int, np.ndarray]) -> None:
+    def on_due(self, item: tuple[int, np.ndarray], ground_plane: GroundPlane | None) -> None:
         self.due.append(item[0])
+        self.planes.append(ground_plane)
 
     def on_error(self, item: tuple[int, np.ndarray], error: Exception) -> None:
         self.errors.append((item[0], str(error)))
@@ -136,13 +139,42 @@ def test_the_front_end_is_asked_as_often_as_its_answers_allow(
     assert requests(4, 25) == ([0, 10, 20], 10)
 
 
+def test_requests_carry_the_ground_plane_fitted_to_the_tracked_people(
+    photo: np.ndarray, front_end: BlazePosePeople
+) -> None:
+    seeds = seeds_from_people(front_end.people(photo))
+    # People seen earlier at two distances; the photo's person adds samples at a third.
+    fit = GroundPlaneFit(min_samples=2, min_spread=0.0, full_scan_every=3)
+    recorder = _Recorder()
+    worker = _worker(front_end, recorder, queue_size=8, every_n_frames=2, ground_plane=fit)
+    try:
+        worker.submit((0, photo))
+        assert _wait(lambda: len(recorder.people) == 1)
+        assert recorder.planes == [None]  # nothing fitted yet: every row
+        assert worker.stats.ground_plane is None
+        fit.add(np.array([[0.0, 100.0, 10.0, 200.0], [0.0, 150.0, 10.0, 350.0]]), 576)
+        for frame in range(1, 9):
+            if recorder.due[-1] == frame - 1:
+                worker.add_seeds(seeds)  # each request answered on the next frame
+            worker.submit((frame, photo))
+            assert _wait(lambda frame=frame: len(recorder.people) == frame + 1)
+        # Requests on frames 0, 2, 4, 6, 8: the third and the sixth scan every row.
+        assert recorder.due == [0, 2, 4, 6, 8]
+        assert [plane is None for plane in recorder.planes] == [True, False, True, False, False]
+        assert recorder.planes[1].slope == pytest.approx(1.0, rel=0.3)
+        assert worker.stats.ground_plane is not None
+        assert fit.samples > 2  # the tracked person, on every frame
+    finally:
+        worker.stop()
+
+
 def test_a_frame_asked_on_while_nobody_is_tracked_waits_for_its_answer(
     photo: np.ndarray, front_end: BlazePosePeople
 ) -> None:
     seeds = seeds_from_people(front_end.people(photo))
     recorder = _Recorder()
     # The front end answers from another thread, as the node's action callbacks do.
-    recorder.on_due = lambda item: threading.Timer(0.2, worker.add_seeds, [seeds]).start()
+    recorder.on_due = lambda item, plane: threading.Timer(0.2, worker.add_seeds, [seeds]).start()
     worker = _worker(front_end, recorder, queue_size=8, untracked_wait_s=30.0)
     try:
         worker.submit((0, photo))
@@ -155,7 +187,7 @@ def test_a_frame_asked_on_while_nobody_is_tracked_waits_for_its_answer(
 
     # A front end that fails ends the wait at once: the frame goes on with nobody.
     recorder = _Recorder()
-    recorder.on_due = lambda item: threading.Timer(0.2, worker.detection_failed).start()
+    recorder.on_due = lambda item, plane: threading.Timer(0.2, worker.detection_failed).start()
     worker = _worker(front_end, recorder, untracked_wait_s=600.0)  # _wait gives up at 30 s
     try:
         worker.submit((0, photo))

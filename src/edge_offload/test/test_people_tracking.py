@@ -26,6 +26,7 @@ from edge_offload.zoo.blazepose import (
     load_landmark_net,
 )
 from edge_offload.zoo.detection_metrics import iou_matrix
+from edge_offload.zoo.ground_plane import GroundPlane, GroundPlaneFit
 from edge_offload.zoo.people_tracking import (
     DetectionSchedule,
     ParallelLandmarks,
@@ -375,9 +376,9 @@ def test_tracked_people_runs_the_front_end_on_schedule_and_applies_it_late(
     calls: list[int] = []
     run_front_end = people_front_end(front_end)
 
-    def counting(image: np.ndarray) -> list[Seed]:
+    def counting(image: np.ndarray, ground_plane: GroundPlane | None) -> list[Seed]:
         calls.append(len(calls))
-        return run_front_end(image)
+        return run_front_end(image, ground_plane)
 
     pipeline = TrackedPeople(
         PeopleTracker(front_end.landmarker),
@@ -402,6 +403,43 @@ def test_tracked_people_runs_the_front_end_on_schedule_and_applies_it_late(
     assert waiting.front_end_runs == 2
     with pytest.raises(ValueError, match='delay_frames'):
         TrackedPeople(PeopleTracker(front_end.landmarker), counting, delay_frames=-1)
+
+
+def test_tracked_people_send_the_front_end_the_ground_plane_of_whom_they_track() -> None:
+    lite = load_model('blazepose_lite_people').module
+    run_front_end = people_front_end(lite)
+    planes: list[GroundPlane | None] = []
+
+    def front_end(image: np.ndarray, ground_plane: GroundPlane | None) -> list[Seed]:
+        planes.append(ground_plane)
+        return run_front_end(image, ground_plane)
+
+    fit = GroundPlaneFit(min_samples=20, full_scan_every=3)
+    tracked = TrackedPeople(
+        PeopleTracker(lite.landmarker),
+        front_end,
+        every_n_frames=5,
+        min_every_n_frames=5,
+        ground_plane=fit,
+    )
+    capture = cv2.VideoCapture(str(asset_path('media/opencv/vtest.avi')))
+    try:
+        for _ in range(40):
+            ok, bgr = capture.read()
+            assert ok
+            tracked(np.ascontiguousarray(bgr[:, :, ::-1]))
+    finally:
+        capture.release()
+    assert len(planes) == 8
+    assert planes[0] is None  # nobody tracked yet: every row
+    # Fitted to the people walking on the floor of vtest.avi (hand boxes: 0.214 y + 19.9),
+    # and every third request scans every row.
+    fitted = [i for i, plane in enumerate(planes) if plane is not None]
+    assert fitted
+    assert all(i % 3 != 2 for i in fitted)
+    for plane in (planes[i] for i in fitted):
+        assert 0.1 < plane.slope < 0.4
+        assert plane.height_at(400.0) == pytest.approx(0.214 * 400 + 19.9, rel=0.25)
 
 
 def test_model_outputs_seed_the_tracker(person: np.ndarray, found: list) -> None:

@@ -72,6 +72,7 @@ from edge_offload.zoo.blazepose import (
     landmark_box,
 )
 from edge_offload.zoo.detection_metrics import iou_matrix
+from edge_offload.zoo.ground_plane import GroundPlane, GroundPlaneFit
 
 DEFAULT_DETECT_EVERY = 10
 DEFAULT_MIN_DETECT_EVERY = 3
@@ -79,6 +80,8 @@ DEFAULT_MIN_DETECT_EVERY = 3
 # measured 4-frame answers of a front end on the robot's own cores at every 10 frames.
 DEFAULT_MAX_DUTY = 0.4
 _ANSWER_WINDOW = 5
+# The multi-person front end as the tracking loop calls it: frame, ground plane -> seeds.
+FrontEnd = Callable[[np.ndarray, GroundPlane | None], list['Seed']]
 Job = TypeVar('Job')
 Output = TypeVar('Output')
 
@@ -643,28 +646,31 @@ class DetectionSchedule:
 class TrackedPeople:
     """The tracking loop run synchronously: front end every few frames, tracking on all.
 
-    ``front_end(image) -> list[Seed]`` stands for the detector (``BlazePosePeople`` by
-    default, run in this thread). Its answer for frame t is applied before tracking frame
+    ``front_end(image, ground_plane) -> list[Seed]`` stands for the detector
+    (``BlazePosePeople`` run in this thread); ``ground_plane`` is what the
+    ``ground_plane`` fit, fed with the people tracked on every frame, says to send (None
+    without a fit). Its answer for frame t is applied before tracking frame
     ``t + delay_frames`` (0: on the same frame, before tracking), which emulates a front
     end that runs beside tracking and answers late; ``DetectionSchedule`` sets the
     interval from that delay (``every_n_frames`` the longest, ``min_every_n_frames`` the
-    shortest). With ``wait_when_untracked`` a frame
-    the front end is asked on while nobody is tracked waits for the answer (applied on
-    that frame), as the people detection node's tracking thread does: with no track
-    there is nothing to track meanwhile. Deterministic: the same frames give the same
+    shortest). With ``wait_when_untracked`` a frame the front end is asked on while nobody
+    is tracked waits for the answer (applied on that frame), as the people detection
+    node's tracking thread does: with no track there is nothing to track meanwhile.
+    Deterministic: the same frames give the same
     people.
     """
 
     def __init__(
         self,
         tracker: PeopleTracker,
-        front_end: Callable[[np.ndarray], list[Seed]],
+        front_end: FrontEnd,
         *,
         every_n_frames: int = DEFAULT_DETECT_EVERY,
         min_every_n_frames: int = DEFAULT_MIN_DETECT_EVERY,
         max_duty: float = DEFAULT_MAX_DUTY,
         delay_frames: int = 0,
         wait_when_untracked: bool = True,
+        ground_plane: GroundPlaneFit | None = None,
     ) -> None:
         if delay_frames < 0:
             raise ValueError(f'delay_frames must be >= 0, got {delay_frames}')
@@ -675,6 +681,7 @@ class TrackedPeople:
         )
         self.delay_frames = delay_frames
         self.wait_when_untracked = wait_when_untracked
+        self.ground_plane = ground_plane
         self.front_end_runs = 0
         # (frame to apply at, seeds, whether that frame waits for them)
         self._pending: tuple[int, list[Seed], bool] | None = None
@@ -689,10 +696,11 @@ class TrackedPeople:
         if self._pending is None and self.schedule.due(frame, len(self.tracker.tracks)):
             self.schedule.requested(frame)
             self.front_end_runs += 1
+            plane = self.ground_plane.for_request() if self.ground_plane is not None else None
             waits = self.wait_when_untracked and not self.tracker.tracks
             self._pending = (
                 frame if waits else frame + self.delay_frames,
-                self.front_end(image),
+                self.front_end(image, plane),
                 waits,
             )
             self._seen = self.tracker.positions()
@@ -709,13 +717,15 @@ class TrackedPeople:
         if not requested:
             self._since.add(image)
         self.schedule.note_lost(result.lost)
+        if self.ground_plane is not None:
+            self.ground_plane.add(np.array([p.box for p in result.people]), image.shape[0])
         return result.people
 
 
-def people_front_end(pipeline: BlazePosePeople) -> Callable[[np.ndarray], list[Seed]]:
+def people_front_end(pipeline: BlazePosePeople) -> FrontEnd:
     """Return ``pipeline`` as a seed front end for ``TrackedPeople``."""
 
-    def run(image: np.ndarray) -> list[Seed]:
-        return seeds_from_people(pipeline.people(image))
+    def run(image: np.ndarray, ground_plane: GroundPlane | None) -> list[Seed]:
+        return seeds_from_people(pipeline.people(image, ground_plane))
 
     return run
