@@ -58,14 +58,20 @@ from edge_offload.zoo.detection_metrics import (
     evaluate_frame,
     nearest_box,
 )
+from edge_offload.zoo.ground_plane import GroundPlane, GroundPlaneFit
 from edge_offload.zoo.litert_backend import BACKENDS, load_tflite_backend
-from edge_offload.zoo.people_tracking import PeopleTracker, TrackedPeople, people_front_end
+from edge_offload.zoo.people_tracking import (
+    PeopleTracker,
+    Seed,
+    TrackedPeople,
+    people_front_end,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 BOXES = ROOT / 'data' / 'annotations' / 'vtest_people_boxes.json'
 KEYPOINTS = ROOT / 'data' / 'annotations' / 'keypoints_by_hand.json'
 DEFAULT_OUTPUT = ROOT / 'results' / 'people_tracking_accuracy.json'
-VARIANTS = ('per_frame', 'tracked')
+VARIANTS = ('per_frame', 'tracked', 'tracked_full_scan')
 
 
 def build(
@@ -83,13 +89,25 @@ def build(
     lite = BlazePosePeople(
         detector=detector, landmarker=landmarker, refine_roi=False, flip_test=False, hog_scale=1.1
     )
-    return TrackedPeople(
+    run_front_end = people_front_end(lite)
+    front_end_s: list[float] = []
+
+    def timed_front_end(image: np.ndarray, plane: GroundPlane | None) -> list[Seed]:
+        started = time.perf_counter()
+        seeds = run_front_end(image, plane)
+        front_end_s.append(time.perf_counter() - started)
+        return seeds
+
+    tracked = TrackedPeople(
         PeopleTracker(landmarker),
-        people_front_end(lite),
+        timed_front_end,
         every_n_frames=args.every,
         min_every_n_frames=min(args.min_every, args.every),
         delay_frames=delay,
+        ground_plane=GroundPlaneFit() if variant == 'tracked' else None,
     )
+    tracked.front_end_s = front_end_s  # type: ignore[attr-defined] - read by video_accuracy
+    return tracked
 
 
 def video_accuracy(
@@ -136,10 +154,14 @@ def video_accuracy(
     }
     if isinstance(pipeline, TrackedPeople):
         result['front_end_runs'] = pipeline.front_end_runs
+        result['front_end_ms'] = 1e3 * float(np.mean(pipeline.front_end_s))
+        if pipeline.ground_plane is not None:
+            plane = pipeline.ground_plane.plane()
+            result['ground_plane'] = None if plane is None else plane.as_values()
     return result
 
 
-def phase_accuracy(args: argparse.Namespace, delay: int, first: dict) -> dict:
+def phase_accuracy(args: argparse.Namespace, variant: str, delay: int, first: dict) -> dict:
     """Return the tracked pipeline's counts over ``args.phases`` front-end phases.
 
     The labelled frames are every 40th and the front end is asked every ``--every``
@@ -149,7 +171,7 @@ def phase_accuracy(args: argparse.Namespace, delay: int, first: dict) -> dict:
     ``first``: the run started at frame 0.
     """
     runs = [first['per_labelled_frame']] + [
-        video_accuracy('tracked', args, delay, start)['per_labelled_frame']
+        video_accuracy(variant, args, delay, start)['per_labelled_frame']
         for start in range(1, args.phases)
     ]
     scored_from = min(index for index in runs[0] if index >= args.phases)
@@ -248,8 +270,10 @@ def main(argv: list[str] | None = None) -> int:
         for delay in [0] if variant == 'per_frame' else args.delays:
             name = variant if variant == 'per_frame' else f'{variant}/{delay}'
             results[name] = {'boxes': video_accuracy(variant, args, delay), 'keypoints': keypoints}
-            if variant == 'tracked' and args.phases > 1:
-                results[name]['phases'] = phase_accuracy(args, delay, results[name]['boxes'])
+            if variant != 'per_frame' and args.phases > 1:
+                results[name]['phases'] = phase_accuracy(
+                    args, variant, delay, results[name]['boxes']
+                )
             print(f'{name}: done', flush=True)
     print(
         f'vtest.avi labelled frames (IoU >= {IOU_THRESHOLD}, recall over people taller than '
@@ -260,15 +284,16 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(
         '| variant | precision | recall | recall without frame 0 | TP | FP | FN '
-        '| keypoints within 10 px | mean px |'
+        '| keypoints within 10 px | mean px | front end ms |'
     )
-    print('|---|---|---|---|---|---|---|---|---|')
+    print('|---|---|---|---|---|---|---|---|---|---|')
     for variant, r in results.items():
         b, k = r['boxes'], r['keypoints']
         print(
             f'| {variant} | {b["precision"]:.3f} | {b["recall"]:.3f} '
             f'| {b["recall_without_frame_0"]:.3f} | {b["tp"]} | {b["fp"]} | {b["fn"]} '
-            f'| {k["within_10_px"]}/{k["keypoints"]} | {k["mean_px"]:.2f} |'
+            f'| {k["within_10_px"]}/{k["keypoints"]} | {k["mean_px"]:.2f} '
+            f'| {b.get("front_end_ms", b["mean_ms_per_frame"]):.0f} |'
         )
     phased = {name: r['phases'] for name, r in results.items() if 'phases' in r}
     if phased:
