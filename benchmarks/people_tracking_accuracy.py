@@ -12,20 +12,24 @@ Variants:
 * ``per_frame``: ``BlazePosePeople`` (hybrid front end, second pass, flip test) on each
   labelled frame on its own, what the main job did before tracking;
 * ``tracked/D``: ``TrackedPeople`` over every frame of the video up to the last labelled
-  one: the front end of ``people_detection`` (``blazepose_lite_people``'s settings)
-  answering D frames late (``--delays``; its measured time in ``make run`` is about 0.4 s,
-  4 frames), asked as the node asks it: every D / 0.4 frames, between ``--min-every`` and
-  ``--every`` (sooner when a track is lost), and one landmark run per tracked person on
-  every frame. On a photo the tracked keypoints are
-  those of the ``--still-frames``-th frame of the photo repeated. With ``--phases N`` it
-  also runs started 1 .. N-1 frames into the video, so the labelled frames (every 40th)
-  fall at every point of the front end's cycle, and reports the mean and range over the
-  N runs, scored on the labelled frames from frame N on (the per-frame pipeline beside
-  them on the same frames). One run's figures move by about 3 people with the phase.
+  one, as ``people_detection`` runs it: its front end (``blazepose_lite_people``'s
+  settings) answering D frames late (``--delays``; in ``make run`` about 0.27 s, 3
+  frames), asked every D / ``--max-duty`` frames, between ``--min-every`` and
+  ``--every`` (sooner when a track is lost), with the ground plane fitted to the tracked
+  people (``GroundPlaneFit``; every 4th request scans every row), and one landmark run
+  per tracked person on every frame;
+* ``tracked_full_scan/D``: the same, HOG scanning every row on every request.
 
-    python benchmarks/people_tracking_accuracy.py [--variants per_frame tracked]
-        [--every 10] [--min-every 3] [--delays 0 1 2 4 10] [--phases 1] [--backend litert]
-        [--output results/...json]
+On a photo the tracked keypoints are those of the ``--still-frames``-th frame of the photo
+repeated. With ``--phases N`` the tracked variants also run started 1 .. N-1 frames into
+the video, so the labelled frames (every 40th) fall at every point of the front end's
+cycle, and the mean and range over the N runs are reported, scored on the labelled frames
+from frame N on (the per-frame pipeline beside them on the same frames). One run's
+figures move by about 3 people with the phase.
+
+    python benchmarks/people_tracking_accuracy.py [--variants per_frame tracked
+        tracked_full_scan] [--every 10] [--min-every 3] [--max-duty 0.4]
+        [--delays 0 1 2 4 10] [--phases 1] [--backend litert] [--output results/...json]
 """
 
 from __future__ import annotations
@@ -61,6 +65,7 @@ from edge_offload.zoo.detection_metrics import (
 from edge_offload.zoo.ground_plane import GroundPlane, GroundPlaneFit
 from edge_offload.zoo.litert_backend import BACKENDS, load_tflite_backend
 from edge_offload.zoo.people_tracking import (
+    DEFAULT_MAX_DUTY,
     PeopleTracker,
     Seed,
     TrackedPeople,
@@ -103,6 +108,7 @@ def build(
         timed_front_end,
         every_n_frames=args.every,
         min_every_n_frames=min(args.min_every, args.every),
+        max_duty=args.max_duty,
         delay_frames=delay,
         ground_plane=GroundPlaneFit() if variant == 'tracked' else None,
     )
@@ -243,6 +249,12 @@ def main(argv: list[str] | None = None) -> int:
         help='front end every N frames at least (--every: a fixed interval)',
     )
     parser.add_argument(
+        '--max-duty',
+        type=float,
+        default=DEFAULT_MAX_DUTY,
+        help="front end every D / this frames (people_detection's detect_max_duty)",
+    )
+    parser.add_argument(
         '--delays',
         type=int,
         nargs='+',
@@ -279,7 +291,7 @@ def main(argv: list[str] | None = None) -> int:
         f'vtest.avi labelled frames (IoU >= {IOU_THRESHOLD}, recall over people taller than '
         f'{MIN_HEIGHT:.0f} px); keypoints on 2 photos; backend {args.backend}, '
         f'{args.threads} thread(s); tracked/D: front end answering D frames late, asked every '
-        f'{args.min_every}-{args.every} frames (D / 0.4); photos tracked for '
+        f'{args.min_every}-{args.every} frames (D / {args.max_duty:g}); photos tracked for '
         f'{args.still_frames} frames'
     )
     print(

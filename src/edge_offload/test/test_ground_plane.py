@@ -132,7 +132,7 @@ def test_every_row_searched_finds_what_detect_multi_scale_finds(labelled_frames:
     strong = 0
     for image, _ in labelled_frames.values():
         grey = cv2.cvtColor(image, cv2.COLOR_RGB2GRAY)
-        ours = hog_people_on_ground(hog, grey, None, 2.0, 0.0, 8, 1.1)
+        ours = hog_people_on_ground(grey, None, 2.0, 0.0, 8, 1.1)
         upscaled = cv2.resize(grey, None, fx=2.0, fy=2.0, interpolation=cv2.INTER_LINEAR)
         rects, weights = hog.detectMultiScale(
             upscaled, hitThreshold=0.0, winStride=(8, 8), scale=1.1

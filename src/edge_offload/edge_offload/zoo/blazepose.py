@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
@@ -615,9 +616,7 @@ def hog_people(
     if height * upscale < window_h or width * upscale < window_w:
         return []  # OpenCV 4.x crashes (segfault) on images smaller than the window
     if ground_plane is not None:
-        found = hog_people_on_ground(
-            hog, grey, ground_plane, upscale, hit_threshold, win_stride, scale
-        )
+        found = hog_people_on_ground(grey, ground_plane, upscale, hit_threshold, win_stride, scale)
     else:
         if upscale != 1.0:
             grey = cv2.resize(grey, None, fx=upscale, fy=upscale, interpolation=cv2.INTER_LINEAR)
@@ -633,7 +632,6 @@ def hog_people(
 
 
 def hog_people_on_ground(
-    hog: cv2.HOGDescriptor,
     grey: np.ndarray,
     ground_plane: GroundPlane | None,
     upscale: float,
@@ -651,33 +649,48 @@ def hog_people_on_ground(
     groups them (``group_window_hits``). Returns (box px of ``grey``, SVM margin).
     """
     height, width = grey.shape
-    window_w, window_h = hog.winSize
-    hits: list[tuple[float, float, float, float]] = []
-    weights: list[float] = []
+    window_w, window_h = cv2.HOGDescriptor().winSize
+    bands: list[tuple[float, int, int]] = []  # (grey px -> level px, top row, bottom row)
     level = 1.0
     for _ in range(64):  # detectMultiScale's most levels
         if width * upscale / level < window_w or height * upscale / level < window_h:
             break
-        factor = upscale / level  # grey px -> this level's px
+        factor = upscale / level
+        level *= scale
         top, bottom = 0, height
         if ground_plane is not None:
             low, high = ground_plane.foot_rows(HOG_PERSON_ROWS / factor)
             top = max(0, math.floor(low - HOG_FOOT_ROW / factor))
             bottom = min(height, math.ceil(high + (window_h - HOG_FOOT_ROW) / factor))
-        level *= scale
-        band_w, band_h = round(width * factor), round((bottom - top) * factor)
-        if band_h < window_h or band_w < window_w:
-            continue
-        band = cv2.resize(grey[top:bottom], (band_w, band_h), interpolation=cv2.INTER_LINEAR)
+        if round((bottom - top) * factor) >= window_h and round(width * factor) >= window_w:
+            bands.append((factor, top, bottom))
+
+    def search(band: tuple[float, int, int]) -> list[tuple[float, float, float, float, float]]:
+        factor, top, bottom = band
+        size = (round(width * factor), round((bottom - top) * factor))
+        resized = cv2.resize(grey[top:bottom], size, interpolation=cv2.INTER_LINEAR)
+        # detect runs on one thread (detectMultiScale spreads its scales over OpenCV's).
+        hog = cv2.HOGDescriptor()  # one per thread: nothing shared
+        hog.setSVMDetector(cv2.HOGDescriptor_getDefaultPeopleDetector())
         locations, margins = hog.detect(
-            band, hitThreshold=hit_threshold, winStride=(win_stride, win_stride)
+            resized, hitThreshold=hit_threshold, winStride=(win_stride, win_stride)
         )
-        for (x, y), margin in zip(
-            np.asarray(locations).reshape(-1, 2), np.asarray(margins).reshape(-1), strict=True
-        ):
-            hits.append((x / factor, top + y / factor, window_w / factor, window_h / factor))
-            weights.append(float(margin))
-    return group_window_hits(np.array(hits).reshape(-1, 4), np.array(weights))
+        return [
+            (x / factor, top + y / factor, window_w / factor, window_h / factor, float(m))
+            for (x, y), m in zip(
+                np.asarray(locations).reshape(-1, 2), np.asarray(margins).reshape(-1), strict=True
+            )
+        ]
+
+    # The bands side by side on OpenCV's thread count, as detectMultiScale uses it.
+    workers = min(len(bands), max(1, cv2.getNumThreads()))
+    if workers > 1:
+        with ThreadPoolExecutor(workers, thread_name_prefix='hog') as pool:
+            found = list(pool.map(search, bands))
+    else:
+        found = [search(band) for band in bands]
+    hits = np.array([hit for band_hits in found for hit in band_hits]).reshape(-1, 5)
+    return group_window_hits(hits[:, :4], hits[:, 4])
 
 
 def group_window_hits(
