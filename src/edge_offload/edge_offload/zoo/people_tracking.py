@@ -581,10 +581,11 @@ class DetectionSchedule:
     most that fraction of the time, between ``min_every_n_frames`` and
     ``every_n_frames``. Tracking loses people only between the front end's answers, so a
     faster server finds more: on the hand-boxed vtest.avi frames recall is 0.88-0.91
-    answering one or two frames late (asked every 3-5), 0.82-0.84 four late (every 10)
-    (``benchmarks/people_tracking_accuracy.py``). A slow front end, like one sharing the
-    robot's two cores (answers about 4 frames late), is asked every 10 frames, which
-    leaves the tracker its CPU. Until an answer is measured the interval is
+    answering one or two frames late (asked every 3-5), 0.86 three late (every 8),
+    0.82-0.84 four late (every 10) (``benchmarks/people_tracking_accuracy.py``). A slow
+    front end, like one sharing the robot's two cores (answers about 3 frames late with
+    the ground plane, 4 without), is asked every 8-10 frames, which leaves the tracker its
+    CPU. Until an answer is measured the interval is
     ``every_n_frames``.
     """
 
