@@ -9,10 +9,11 @@ newest frame, not a backlog). One thread takes them in order and, per frame:
    (``add_seeds``, called from the node's action callbacks), each followed first
    through the frames tracked since the one the front end saw (``CatchUpFrames``);
 2. asks for the multi-person front end when ``DetectionSchedule`` says it is due and none
-   is outstanding (``on_detection_due(item)``: the node sends that frame to the bridge);
-   the schedule asks more often the sooner the answers come (``answered``); the request
-   carries the ground plane fitted to the people tracked so far (``GroundPlaneFit``), so
-   that the front end searches each scale only where its people stand;
+   is outstanding (``on_detection_due(item, ground_plane)``: the node sends that frame to
+   the bridge); the schedule asks more often the sooner the answers come (``answered``);
+   the request carries the ground plane fitted to the people tracked so far
+   (``GroundPlaneFit``), so that the front end searches each scale only where its people
+   stand;
 3. runs the tracker on the frame and hands the people to ``on_people``, which a second
    thread calls (drawing and publishing a frame overlaps tracking the next; two results
    at most wait for it, then tracking waits: none is dropped, the order is kept).
