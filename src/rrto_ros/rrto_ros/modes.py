@@ -16,12 +16,14 @@ requests (a server killed or restarted, a session the server expired) is dropped
 the first request after the reconnect starts afresh instead of failing on values the
 server no longer has.
 
-The robot half loads what PyTorch loads lazily on first use (the first dispatched
-operator imports ``torch._dynamo``, about a second) in a thread when the mode is created,
-so the first request does not miss its deadline. The server half does not: its first
-Python meta kernel costs as much, but warming it up at start or when a robot connects
-delayed the server's nnto requests after a restart by as long (measured in the two-machine
-launch test); the first per_op or rrto request after a server (re)start pays it.
+Both halves load what PyTorch loads lazily on first use in a thread when the mode is
+created: the robot's first dispatched operator imports ``torch._dynamo``, the server's
+first Python meta kernel (it sizes results before running them) ``torch._dynamo`` and
+sympy, about a second each. Loaded on the first request instead, that second came after
+the robot had reconnected to a restarted server, and offloading resumed 1.3-2.2 s after
+the server listened (bridge fault tests). In a thread, the server listens and serves nnto
+meanwhile (a synchronous load delayed nnto by as long); a per_op request that comes
+before it is done waits on Python's import lock.
 """
 
 from __future__ import annotations
@@ -189,13 +191,34 @@ def _device() -> str:
     return 'cuda' if torch.cuda.is_available() else 'cpu'
 
 
-def _warm_up(load: Any) -> None:
-    """Run ``load`` in a thread, not in the way of the server's or bridge's start.
+_warm_ups: dict[Any, threading.Event] = {}
+_warm_ups_lock = threading.Lock()
+
+
+def _warm_up(load: Any, when_done: Any = None) -> threading.Event:
+    """Run ``load`` in a thread, once per process, not in the way of the server's start.
 
     Their other modes (nnto) must not serve a second later for it; a first request that
-    needs it meanwhile waits on Python's import lock.
+    needs it meanwhile waits on Python's import lock. ``when_done(seconds)`` is called once
+    it is loaded; the event returned is set then.
     """
-    threading.Thread(target=load, name='rrto-warm-up', daemon=True).start()
+    with _warm_ups_lock:
+        done = _warm_ups.get(load)
+        if done is not None:
+            return done
+        done = _warm_ups[load] = threading.Event()
+
+    def run() -> None:
+        began = time.monotonic()
+        try:
+            load()
+        finally:
+            done.set()
+        if when_done is not None:
+            when_done(time.monotonic() - began)
+
+    threading.Thread(target=run, name='rrto-warm-up', daemon=True).start()
+    return done
 
 
 def _load_dispatch_machinery() -> None:
@@ -207,6 +230,15 @@ def _load_dispatch_machinery() -> None:
     importlib.import_module('torch._dynamo')
 
 
+def _load_meta_kernels() -> None:
+    """Run a Python meta kernel once (``mean``: it imports ``torch._dynamo`` and sympy).
+
+    The server's executor sizes each operator's results on the meta device before running
+    it (``OpExecutor.output_size``).
+    """
+    torch.ops.aten.mean.dim(torch.empty(1, 1, device='meta'), [1])
+
+
 class PerOpServerMode(ServerMode):
     """Server half of ``per_op``: one ``OpService`` per robot session."""
 
@@ -215,6 +247,13 @@ class PerOpServerMode(ServerMode):
     def __init__(self, context: ServerModeContext) -> None:
         super().__init__(context)
         self.device = _device()
+        logger = context.logger
+        self.meta_kernels_loaded = _warm_up(
+            _load_meta_kernels,
+            lambda seconds: logger.info(
+                'per_op and rrto ready: PyTorch meta kernels loaded in %.2f s', seconds
+            ),
+        )
 
     def open_session(self, session_id: str) -> OpService:
         """Return a fresh value table for ``session_id``."""

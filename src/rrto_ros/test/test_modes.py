@@ -144,3 +144,33 @@ def test_rrto_run_reports_a_missing_program(tmp_path) -> None:
     )  # fmt: skip
     assert result.returncode == 2
     assert 'no such program' in result.stderr
+
+
+_LOADS_META_KERNELS = textwrap.dedent(
+    """
+    import logging, sys
+    from edge_offload.models import ModelCache
+    from edge_offload.modes.base import ServerModeContext
+    from rrto_ros.modes import PerOpServerMode, RrtoServerMode
+
+    logging.basicConfig(level=logging.INFO, stream=sys.stdout, format='%(message)s')
+    context = ServerModeContext(models=ModelCache(allowed={'tiny_cnn'}))
+    modes = [PerOpServerMode(context), RrtoServerMode(context)]
+    assert all(mode.meta_kernels_loaded.wait(120) for mode in modes)
+    print('loaded', 'torch._dynamo' in sys.modules, 'sympy' in sys.modules)
+    """
+)
+
+
+def test_server_halves_load_meta_kernels_once_in_the_background() -> None:
+    # A fresh process: what PyTorch loads lazily is loaded once per process, in a thread.
+    result = subprocess.run(
+        [sys.executable, '-c', _LOADS_META_KERNELS],
+        capture_output=True, text=True, timeout=180, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert 'loaded True True' in lines, result.stdout
+    # The server says when per_op and rrto can answer, once for both.
+    ready = [line for line in lines if line.startswith('per_op and rrto ready')]
+    assert len(ready) == 1, result.stdout
