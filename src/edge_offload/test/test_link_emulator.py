@@ -365,7 +365,9 @@ def test_set_delay_changes_the_rtt_of_an_open_connection(upstream):
             emu.set_delay(0.020)
             after = statistics.median(ping_rtts(sock, 15))
     _LOGGER.info('set_delay: RTT %.3f -> %.3f ms', before * 1e3, after * 1e3)
-    assert before == pytest.approx(0.002, abs=0.001)
+    # The emulated delay is a floor; scheduling on a loaded machine only adds to it (one
+    # CI run measured 3.97 ms for the 2 ms link), so the small RTT is bounded loosely.
+    assert 0.002 * (1 - TOLERANCE) <= before < 0.010
     assert after == pytest.approx(0.020, rel=TOLERANCE)
 
 
