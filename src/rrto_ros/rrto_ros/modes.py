@@ -31,6 +31,7 @@ from __future__ import annotations
 import importlib
 import threading
 import time
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import torch
@@ -191,11 +192,13 @@ def _device() -> str:
     return 'cuda' if torch.cuda.is_available() else 'cpu'
 
 
-_warm_ups: dict[Any, threading.Event] = {}
+_warm_ups: dict[Callable[[], object], threading.Event] = {}
 _warm_ups_lock = threading.Lock()
 
 
-def _warm_up(load: Any, when_done: Any = None) -> threading.Event:
+def _warm_up(
+    load: Callable[[], object], when_done: Callable[[float], object] | None = None
+) -> threading.Event:
     """Run ``load`` in a thread, once per process, not in the way of the server's start.
 
     Their other modes (nnto) must not serve a second later for it; a first request that
