@@ -66,6 +66,7 @@ from edge_offload.zoo.ground_plane import GroundPlane, GroundPlaneFit
 from edge_offload.zoo.litert_backend import BACKENDS, load_tflite_backend
 from edge_offload.zoo.people_tracking import (
     DEFAULT_MAX_DUTY,
+    LANDMARK_PASSES,
     PeopleTracker,
     Seed,
     TrackedPeople,
@@ -104,7 +105,7 @@ def build(
         return seeds
 
     tracked = TrackedPeople(
-        PeopleTracker(landmarker),
+        PeopleTracker(landmarker, landmark_passes=args.passes),
         timed_front_end,
         every_n_frames=args.every,
         min_every_n_frames=min(args.min_every, args.every),
@@ -268,6 +269,13 @@ def main(argv: list[str] | None = None) -> int:
         help='tracked runs started 0..N-1 frames into the video (front-end phases; 10 '
         'covers every 10 frames)',
     )
+    parser.add_argument(
+        '--passes',
+        type=int,
+        choices=LANDMARK_PASSES,
+        default=1,
+        help='landmark runs per tracked person and frame (people_detection chooses by time)',
+    )
     parser.add_argument('--still-frames', type=int, default=5, help='tracked frames of a photo')
     parser.add_argument('--backend', choices=BACKENDS, default='litert')
     parser.add_argument('--threads', type=int, default=1, help='torch, LiteRT, OpenCV threads')
@@ -291,7 +299,8 @@ def main(argv: list[str] | None = None) -> int:
         f'vtest.avi labelled frames (IoU >= {IOU_THRESHOLD}, recall over people taller than '
         f'{MIN_HEIGHT:.0f} px); keypoints on 2 photos; backend {args.backend}, '
         f'{args.threads} thread(s); tracked/D: front end answering D frames late, asked every '
-        f'{args.min_every}-{args.every} frames (D / {args.max_duty:g}); photos tracked for '
+        f'{args.min_every}-{args.every} frames (D / {args.max_duty:g}), {args.passes} landmark '
+        f'run(s) a tracked person and frame; photos tracked for '
         f'{args.still_frames} frames'
     )
     print(

@@ -11,7 +11,9 @@ With ``tracking`` (the default) people are tracked between detections, as MediaP
 video mode (``edge_offload.zoo.people_tracking``): a thread of this node runs the BlazePose
 landmark net once per tracked person on every frame, on the ROI the person's previous
 landmarks predict (``tracking_backend``: LiteRT or the torch port; ``tracking_threads``
-people at a time, a single-threaded net each), and the configured people model, the
+people at a time, a single-threaded net each; two or four runs a person, the per-frame
+pipeline's flip test and second pass, where the measured time between frames allows:
+``tracking_landmark_passes``), and the configured people model, the
 multi-person front end, runs on the offload bridge every ``detect_min_every_n_frames`` to
 ``detect_every_n_frames`` frames (its median answer time over ``detect_max_duty``: a fast
 edge server is asked more often, and tracking loses people only between its answers),
@@ -103,9 +105,11 @@ from edge_offload.zoo.ground_plane import (
 from edge_offload.zoo.litert_backend import BACKENDS
 from edge_offload.zoo.people_tracking import (
     DEFAULT_DETECT_EVERY,
+    DEFAULT_LANDMARK_SHARE,
     DEFAULT_MAX_DUTY,
     DEFAULT_MIN_DETECT_EVERY,
     DetectionSchedule,
+    LandmarkPassBudget,
     PeopleTracker,
     seeds_from_outputs,
 )
@@ -198,6 +202,26 @@ PARAMETERS = (
         "each; the torch backend uses the process's torch threads).",
         1,
         64,
+        True,
+    ),
+    ParamSpec(
+        'tracking_landmark_passes',
+        0,
+        'With tracking: landmark runs per tracked person and frame: 1 (one, mirrored every '
+        'other frame), 2 (the flip test), 4 (the flip test and a second pass, as the '
+        'per-frame pipeline); 0: the most that keep the measured landmark time within '
+        'tracking_landmark_share of the interval between frames.',
+        0,
+        4,
+        True,
+    ),
+    ParamSpec(
+        'tracking_landmark_share',
+        DEFAULT_LANDMARK_SHARE,
+        'With tracking_landmark_passes 0: the share of the interval between frames that '
+        'the landmark runs may take.',
+        0.05,
+        1.0,
         True,
     ),
     ParamSpec(
@@ -375,6 +399,7 @@ class PeopleDetectionNode(Node):
                 tolerance=self._config['ground_plane_tolerance'],
                 full_scan_every=self._config['ground_plane_full_scan_every'],
             )
+        passes = self._config['tracking_landmark_passes']
         return TrackingWorker(
             PeopleTracker(landmarkers),
             DetectionSchedule(
@@ -389,6 +414,10 @@ class PeopleDetectionNode(Node):
             queue_size=self._config['queue_size'],
             untracked_wait_s=self._config['untracked_wait_s'],
             ground_plane=ground_plane,
+            # fixed must be 1, 2 or 4: a ValueError naming them otherwise.
+            landmark_passes=LandmarkPassBudget(
+                self._config['tracking_landmark_share'], fixed=passes or None
+            ),
         )
 
     def busy(self) -> bool:
@@ -753,6 +782,7 @@ class PeopleDetectionNode(Node):
                 front_end_answers=stats.detections_answered,
                 front_end_waits_untracked=stats.untracked_waits,
                 front_end_interval_frames=stats.front_end_interval,
+                landmark_passes=stats.landmark_passes,
             )
             if self._worker.ground_plane is not None:
                 plane = stats.ground_plane

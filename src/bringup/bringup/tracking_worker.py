@@ -14,9 +14,11 @@ newest frame, not a backlog). One thread takes them in order and, per frame:
    the request carries the ground plane fitted to the people tracked so far
    (``GroundPlaneFit``), so that the front end searches each scale only where its people
    stand;
-3. runs the tracker on the frame and hands the people to ``on_people``, which a second
-   thread calls (drawing and publishing a frame overlaps tracking the next; two results
-   at most wait for it, then tracking waits: none is dropped, the order is kept).
+3. runs the tracker on the frame, with as many landmark runs a person as the measured
+   landmark time and interval between frames allow (``LandmarkPassBudget``), and hands
+   the people to ``on_people``, which a second thread calls (drawing and publishing a
+   frame overlaps tracking the next; two results at most wait for it, then tracking
+   waits: none is dropped, the order is kept).
 
 The front end thus runs beside tracking, on the edge server or in the bridge, never in
 front of it, except while nobody is tracked: then the frame it is asked on waits for its
@@ -43,6 +45,7 @@ from edge_offload.zoo.ground_plane import GroundPlane, GroundPlaneFit
 from edge_offload.zoo.people_tracking import (
     CatchUpFrames,
     DetectionSchedule,
+    LandmarkPassBudget,
     PeopleTracker,
     Seed,
 )
@@ -65,6 +68,7 @@ class TrackingStats:
     detections_failed: int = 0
     untracked_waits: int = 0  # frames that waited for the front end, nobody being tracked
     front_end_interval: int = 0  # frames between front-end requests now (the schedule's)
+    landmark_passes: int = 1  # landmark runs a tracked person gets a frame now
     ground_plane: GroundPlane | None = None  # the fit at the last request (None: not yet)
     ground_plane_samples: int = 0
     tracked_now: int = 0
@@ -90,6 +94,7 @@ class TrackingWorker(Generic[Item]):
         queue_size: int = 1,
         untracked_wait_s: float = 0.0,
         ground_plane: GroundPlaneFit | None = None,
+        landmark_passes: LandmarkPassBudget | None = None,
     ) -> None:
         if queue_size < 1:
             raise ValueError(f'queue_size must be at least 1, got {queue_size}')
@@ -99,7 +104,12 @@ class TrackingWorker(Generic[Item]):
         self.tracker = tracker
         self.schedule = schedule
         self.ground_plane = ground_plane  # tracking thread only
-        self.stats = TrackingStats(front_end_interval=schedule.interval)
+        # Guarded by _condition: frames arrive on the caller's thread.
+        self.landmark_passes = landmark_passes or LandmarkPassBudget(fixed=tracker.landmark_passes)
+        tracker.landmark_passes = self.landmark_passes.passes
+        self.stats = TrackingStats(
+            front_end_interval=schedule.interval, landmark_passes=tracker.landmark_passes
+        )
         self._to_rgb = to_rgb
         self._on_people = on_people
         self._on_detection_due = on_detection_due
@@ -123,6 +133,7 @@ class TrackingWorker(Generic[Item]):
     def submit(self, item: Item) -> bool:
         """Queue a frame; return False when that dropped the oldest queued one."""
         with self._condition:
+            self.landmark_passes.frame_arrived(time.monotonic())
             dropped = len(self._queue) == self._queue.maxlen
             if dropped:
                 self.stats.frames_dropped += 1
@@ -217,6 +228,7 @@ class TrackingWorker(Generic[Item]):
             if ask:
                 self._since.restart()
             caught_up = time.perf_counter()
+            stepping = len(self.tracker.tracks)
             result = self.tracker.step(image)
             stepped = time.perf_counter()
             if not ask:
@@ -236,6 +248,11 @@ class TrackingWorker(Generic[Item]):
         stats.convert_s += converted - started
         stats.catch_up_s += caught_up - converted
         stats.landmarks_s += stepped - caught_up
+        with self._condition:
+            passes = self.landmark_passes.stepped(
+                stepped - caught_up, result.landmark_runs, stepping
+            )
+        self.tracker.landmark_passes = stats.landmark_passes = passes
         with self._condition:
             self._output_busy = True  # busy() stays true from here until handed out
         self._results.put((item, result.people))

@@ -19,7 +19,12 @@ from bringup.tracking_worker import TrackingWorker
 from edge_offload.assets import asset_path
 from edge_offload.zoo.blazepose import BlazePosePeople
 from edge_offload.zoo.ground_plane import GroundPlane, GroundPlaneFit
-from edge_offload.zoo.people_tracking import DetectionSchedule, PeopleTracker, seeds_from_people
+from edge_offload.zoo.people_tracking import (
+    DetectionSchedule,
+    LandmarkPassBudget,
+    PeopleTracker,
+    seeds_from_people,
+)
 
 
 def _wait(predicate, timeout_s: float = 30.0) -> bool:  # noqa: ANN001
@@ -107,6 +112,37 @@ def test_frames_are_tracked_once_the_front_end_answers(
         assert (stats.frames_tracked, stats.tracks_started, stats.tracked_now) == (6, 1, 1)
         assert stats.landmark_runs == 4
         assert not worker.busy()
+    finally:
+        worker.stop()
+
+
+def test_landmark_passes_follow_the_time_the_frames_leave(
+    photo: np.ndarray, front_end: BlazePosePeople
+) -> None:
+    recorder = _Recorder()
+    budget = LandmarkPassBudget(max_share=1.0, window=3)
+    worker = _worker(front_end, recorder, queue_size=8, landmark_passes=budget)
+    runs: list[int] = []
+    try:
+        assert worker.tracker.landmark_passes == worker.stats.landmark_passes == 1
+        worker.add_seeds(seeds_from_people(front_end.people(photo)))
+        # Frames 0.6 s apart: one landmark run of one person takes a small part of that,
+        # so once 3 frames are measured it runs the flip test (and its second pass).
+        for frame in range(6):
+            before = worker.stats.landmark_runs
+            worker.submit((frame, photo))
+            assert _wait(lambda frame=frame: len(recorder.people) == frame + 1)
+            runs.append(worker.stats.landmark_runs - before)
+            time.sleep(0.6)
+        assert runs[:3] == [1, 1, 1]
+        assert runs[-1] in (2, 4)
+        assert worker.stats.landmark_passes == worker.tracker.landmark_passes == runs[-1]
+        # Frames back to back: no time is left between them, so back to one run.
+        for frame in range(6, 12):
+            worker.submit((frame, photo))
+        assert _wait(lambda: len(recorder.people) >= 8 and not worker.busy())
+        assert worker.stats.landmark_passes == worker.tracker.landmark_passes == 1
+        assert recorder.errors == []
     finally:
         worker.stop()
 

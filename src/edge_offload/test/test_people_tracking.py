@@ -29,6 +29,7 @@ from edge_offload.zoo.detection_metrics import iou_matrix
 from edge_offload.zoo.ground_plane import GroundPlane, GroundPlaneFit
 from edge_offload.zoo.people_tracking import (
     DetectionSchedule,
+    LandmarkPassBudget,
     ParallelLandmarks,
     PeopleTracker,
     Seed,
@@ -128,6 +129,77 @@ def test_tracks_alternate_mirrored_runs_and_report_the_mean_of_the_last_two(
     people = [tracker.step(person).people[0] for _ in range(2)]
     assert [kind for kind, _ in plain.runs] == ['plain', 'plain']
     np.testing.assert_allclose(people[1].keypoints, plain.runs[1][1].coco_keypoints())
+
+
+def test_more_landmark_passes_run_the_flip_test_and_its_second_pass(
+    front_end: BlazePosePeople, person: np.ndarray, found: list
+) -> None:
+    flip = ['plain', 'mirrored']
+    for passes, kinds in ((2, flip), (4, flip + flip)):
+        recording = _RecordingLandmarker(front_end.landmarker)
+        tracker = PeopleTracker([recording], landmark_passes=passes)
+        tracker.seed(seeds_from_people(found))
+        for _ in range(2):
+            recording.runs.clear()
+            result = tracker.step(person)
+            assert result.landmark_runs == passes
+            assert [kind for kind, _ in recording.runs] == kinds
+            # This frame's flip test alone: no averaging with the last frame.
+            plain, mirrored = recording.runs[-2][1], recording.runs[-1][1]
+            np.testing.assert_allclose(
+                result.people[0].keypoints, plain.averaged(mirrored).coco_keypoints(), atol=1e-4
+            )
+            assert iou_matrix(result.people[0].box, found[0].box)[0, 0] > 0.85
+        if passes == 4:
+            # The second pass looks where the first pass's landmarks say the body is.
+            first = recording.runs[0][1].averaged(recording.runs[1][1])
+            assert recording.runs[2][1].roi == first.next_roi()
+    # Changed between steps (as LandmarkPassBudget does): the next step runs once.
+    tracker.landmark_passes = 1
+    assert tracker.step(person).landmark_runs == 1
+    with pytest.raises(ValueError, match='landmark_passes'):
+        PeopleTracker(front_end.landmarker, landmark_passes=3)
+
+
+def _arrivals(budget: LandmarkPassBudget, count: int, interval_s: float) -> None:
+    for index in range(count):
+        budget.frame_arrived(100.0 + index * interval_s)
+
+
+def test_landmark_pass_budget_spends_the_time_the_frames_leave() -> None:
+    budget = LandmarkPassBudget(max_share=0.5, window=5)
+    _arrivals(budget, 6, 0.1)  # 10 fps: 50 ms for landmarks
+    # 2 shared cores: one run for each of 5 people takes 65 ms, over the budget already.
+    assert [budget.stepped(0.065, runs=5, tracks=5) for _ in range(5)] == [1] * 5
+    # Cheaper from here on: once the window's median turns (the third sample), the most
+    # passes that fit, with a fifth to spare when stepping up: 9 ms a pass -> 4, 36 ms.
+    assert [budget.stepped(0.009, runs=5, tracks=5) for _ in range(5)] == [1, 1, 4, 4, 4]
+    # Slower now (another process took a core): 4 passes take 60 ms -> down to 2.
+    assert [budget.stepped(0.060, runs=20, tracks=5) for _ in range(5)][-1] == 2
+    # 22 ms a pass: 2 passes (44 ms) still fit the budget, but 44 ms would not have
+    # been enough spare to step up from 1 to 2.
+    assert [budget.stepped(0.044, runs=10, tracks=5) for _ in range(5)][-1] == 2
+    slower = LandmarkPassBudget(max_share=0.5, window=5)
+    _arrivals(slower, 6, 0.1)
+    assert [slower.stepped(0.022, runs=5, tracks=5) for _ in range(5)][-1] == 1
+    # Frames without people say nothing about a run's cost.
+    empty = LandmarkPassBudget(max_share=0.5, window=2)
+    _arrivals(empty, 3, 0.1)
+    assert [empty.stepped(0.0, runs=0, tracks=0) for _ in range(5)] == [1] * 5
+    # Frames arriving as fast as they are tracked (every-frame evaluation) leave no spare.
+    back_to_back = LandmarkPassBudget(max_share=0.5, window=3)
+    _arrivals(back_to_back, 4, 0.012)
+    assert [back_to_back.stepped(0.010, runs=1, tracks=1) for _ in range(3)][-1] == 1
+
+
+def test_landmark_pass_budget_can_be_fixed_and_is_validated() -> None:
+    fixed = LandmarkPassBudget(fixed=4, window=1)
+    _arrivals(fixed, 3, 0.1)
+    assert fixed.passes == 4
+    assert fixed.stepped(10.0, runs=4, tracks=1) == 4
+    for bad in ({'fixed': 3}, {'max_share': 0.0}, {'max_share': 1.5}, {'window': 0}):
+        with pytest.raises(ValueError, match='must'):
+            LandmarkPassBudget(**bad)
 
 
 def test_a_seed_on_a_tracked_person_starts_no_second_track(

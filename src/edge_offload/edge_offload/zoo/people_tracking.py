@@ -23,7 +23,10 @@ of the auxiliary landmarks 33 and 34). ``PeopleTracker`` does that for many peop
   frames when someone passes in front: dropping the track at once lost half the people; a
   still ROI lost those who walked on behind the other.) Two tracks that land on one body
   (``same_body``: their keypoints coincide, box IoU cannot tell people side by side) keep
-  the one that was there before; the other misses the frame.
+  the one that was there before; the other misses the frame. Where the frames leave
+  time, ``landmark_passes`` spends 2 or 4 runs a person instead (the flip test on every
+  frame, then its second pass, as the per-frame pipeline does), which gives the
+  per-frame pipeline's boxes; ``LandmarkPassBudget`` chooses by measured time.
 * ``seed(seeds, since, seen)`` adds the people the front end found that no track covers
   (judged on ``seen``, the tracks when it was asked), and re-finds tracks that lost their
   person since. The front end runs in parallel with tracking (on the edge server, or
@@ -180,6 +183,9 @@ def evenly_spaced(frames: Sequence[np.ndarray], count: int) -> list[np.ndarray]:
 # Two estimates are of one body when their common visible keypoints lie this close, as a
 # fraction of the body's height. Box IoU cannot tell: people walking side by side or one
 # behind another overlap by more than 0.5, and merging them lost a person each time.
+# Landmark runs per tracked person and frame that ``PeopleTracker`` can spend.
+LANDMARK_PASSES = (1, 2, 4)
+
 SAME_BODY_FRACTION = 0.15
 _MIN_COMMON_KEYPOINTS = 4
 _VISIBLE = 0.5
@@ -289,6 +295,7 @@ class PeopleTracker:
         catch_up_stride: int = 3,
         alternate_mirror: bool = True,
         average_two_frames: bool = True,
+        landmark_passes: int = 1,
         max_people: int = MAX_PEOPLE,
     ) -> None:
         if not 0.0 <= min_presence <= 1.0:
@@ -313,9 +320,28 @@ class PeopleTracker:
         self.catch_up_stride = catch_up_stride
         self.alternate_mirror = alternate_mirror
         self.average_two_frames = average_two_frames
+        self.landmark_passes = landmark_passes
         self.max_people = max_people
         self._tracks: list[Track] = []
         self._ids = itertools.count()
+
+    @property
+    def landmark_passes(self) -> int:
+        """Landmark runs per tracked person and frame: 1, 2 or 4 (``LANDMARK_PASSES``).
+
+        1: one run, mirrored every other frame and averaged with the last frame's (see the
+        module docstring). 2: the flip test on every frame (a plain and a mirrored run,
+        averaged). 4: the flip test, then again on the ROI its landmarks give (the
+        per-frame pipeline's second pass). May be changed between steps
+        (``LandmarkPassBudget`` does, by measured time).
+        """
+        return self._landmark_passes
+
+    @landmark_passes.setter
+    def landmark_passes(self, passes: int) -> None:
+        if passes not in LANDMARK_PASSES:
+            raise ValueError(f'landmark_passes must be one of {LANDMARK_PASSES}, got {passes}')
+        self._landmark_passes = passes
 
     @property
     def tracks(self) -> tuple[Track, ...]:
@@ -444,19 +470,33 @@ class PeopleTracker:
         """
         height, width = image.shape[:2]
         found: list[tuple[Track, Person | None]] = []
-        mirror = [self.alternate_mirror and t.frames % 2 == 1 for t in self._tracks]
+        passes = self._landmark_passes
+        mirror = [
+            passes > 1 or (self.alternate_mirror and t.frames % 2 == 1) for t in self._tracks
+        ]
         mirrored_image = np.ascontiguousarray(image[:, ::-1]) if any(mirror) else None
 
-        def run(landmarker: BlazePoseLandmarker, job: tuple[Roi, bool]) -> PoseLandmarks:
+        def flip_test(landmarker: BlazePoseLandmarker, roi: Roi) -> PoseLandmarks:
+            plain = landmarker.landmarks(image, roi)
+            return plain.averaged(landmarker.mirrored_landmarks(image, roi, mirrored_image))
+
+        def run(
+            landmarker: BlazePoseLandmarker, job: tuple[Roi, bool]
+        ) -> tuple[PoseLandmarks, int]:
             roi, mirrored = job
-            if mirrored:
-                return landmarker.mirrored_landmarks(image, roi, mirrored_image)
-            return landmarker.landmarks(image, roi)
+            if passes == 1:
+                if mirrored:
+                    return landmarker.mirrored_landmarks(image, roi, mirrored_image), 1
+                return landmarker.landmarks(image, roi), 1
+            landmarks = flip_test(landmarker, roi)
+            if passes == 2 or landmarks.pose_score < self.min_presence:
+                return landmarks, 2
+            return flip_test(landmarker, landmarks.next_roi()), 4
 
         runs = self._landmarks.map(
             run, [(t.roi, m) for t, m in zip(self._tracks, mirror, strict=True)]
         )
-        for track, landmarks in zip(self._tracks, runs, strict=True):
+        for track, (landmarks, _) in zip(self._tracks, runs, strict=True):
             box = landmark_box(landmarks, (width, height))
             track.frames += 1
             seen = (
@@ -498,7 +538,7 @@ class PeopleTracker:
                 survivors.append(track)
                 reported[track.track_id] = (
                     self._averaged(track, previous, (width, height))
-                    if self.average_two_frames and previous is not None
+                    if self.average_two_frames and passes == 1 and previous is not None
                     else person
                 )
             elif track.person is not None and track.misses < self.max_misses:
@@ -518,7 +558,7 @@ class PeopleTracker:
             people=[reported[t.track_id] for t in survivors if t.misses == 0],
             lost=lost,
             merged=merged,
-            landmark_runs=len(found),
+            landmark_runs=sum(count for _, count in runs),
         )
 
     @staticmethod
@@ -563,6 +603,80 @@ def _roi_box(roi: Roi) -> np.ndarray:
     return np.array(
         [roi.x_center - half, roi.y_center - half, roi.x_center + half, roi.y_center + half]
     )
+
+
+DEFAULT_LANDMARK_SHARE = 0.5
+_PASS_WINDOW = 30
+
+
+@dataclass
+class LandmarkPassBudget:
+    """How many landmark runs each tracked person gets a frame, chosen by measured time.
+
+    More runs a person give boxes as good as the per-frame pipeline's (the flip test and
+    its second pass: on the hand-boxed vtest.avi frames, front end every 8 frames 3 late,
+    4 runs a person made 3 false positives of 92 boxes against 5 of 95 with 1; see the
+    README), at 2 or 4 times the landmark time. So the tracker spends them only where the
+    frames leave time: the most passes (``LANDMARK_PASSES``) whose landmark time, the
+    median of the last ``window`` frames' per pass times the passes, stays within
+    ``max_share`` of the median interval between frames. It steps up only with a fifth
+    to spare, so a choice at the edge does not flip back and forth. On the development
+    machine's 2 shared cores one run a person already takes 60-70 ms of the 100 ms frame
+    interval, so tracking stays at 1; a robot with cores to spare gets 2 or 4. With
+    ``fixed`` set the choice is that, whatever the measurements.
+    """
+
+    max_share: float = DEFAULT_LANDMARK_SHARE
+    fixed: int | None = None
+    window: int = _PASS_WINDOW
+    passes: int = field(default=1, init=False)
+    _pass_s: collections.deque[float] = field(init=False)
+    _intervals: collections.deque[float] = field(init=False)
+    _last_arrival: float | None = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.max_share <= 1.0:
+            raise ValueError(f'max_share must be in (0, 1], got {self.max_share}')
+        if self.fixed is not None and self.fixed not in LANDMARK_PASSES:
+            raise ValueError(f'fixed must be one of {LANDMARK_PASSES} or None, got {self.fixed}')
+        if self.window < 1:
+            raise ValueError(f'window must be at least 1, got {self.window}')
+        self.passes = self.fixed or 1
+        self._pass_s = collections.deque(maxlen=self.window)
+        self._intervals = collections.deque(maxlen=self.window)
+
+    def frame_arrived(self, now_s: float) -> None:
+        """Record a frame's arrival (monotonic seconds): the intervals give the budget."""
+        if self._last_arrival is not None and now_s > self._last_arrival:
+            self._intervals.append(now_s - self._last_arrival)
+        self._last_arrival = now_s
+
+    def stepped(self, landmarks_s: float, runs: int, tracks: int) -> int:
+        """Record one step's landmark time; return the passes for the next step.
+
+        ``runs`` and ``tracks``: the step's landmark runs and tracked people (a step
+        without people says nothing about the cost of a run).
+        """
+        if self.fixed is not None:
+            return self.passes
+        if tracks > 0 and runs > 0:
+            self._pass_s.append(landmarks_s * tracks / runs)
+        if len(self._pass_s) < self.window or len(self._intervals) < self.window:
+            return self.passes
+        per_pass = float(np.median(self._pass_s))
+        budget = self.max_share * float(np.median(self._intervals))
+        chosen = max(
+            (
+                p
+                for p in LANDMARK_PASSES
+                if p * per_pass <= (budget if p <= self.passes else 0.8 * budget)
+            ),
+            default=LANDMARK_PASSES[0],
+        )
+        if chosen != self.passes:
+            self.passes = chosen
+            self._pass_s.clear()  # the cost a pass is measured again at the new load
+        return self.passes
 
 
 @dataclass
