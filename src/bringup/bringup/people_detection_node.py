@@ -335,6 +335,7 @@ class PeopleDetectionNode(Node):
         self._counts = collections.Counter()
         self._last_mode = ''
         self._last_people = 0
+        self._logged_passes = 1
         self._bridge_missing_since: float | None = None
         self._last_refusal = ''
         self._refusal_logged_at: dict[str, float] = {}
@@ -784,6 +785,16 @@ class PeopleDetectionNode(Node):
                 front_end_interval_frames=stats.front_end_interval,
                 landmark_passes=stats.landmark_passes,
             )
+            if stats.landmark_passes != self._logged_passes:
+                budget = self._worker.landmark_passes
+                self.get_logger().info(
+                    f'tracking: {stats.landmark_passes} landmark run(s) a person and frame '
+                    f'(one run of everybody {budget.pass_s * 1e3:.0f} ms, frames '
+                    f'{budget.interval_s * 1e3:.0f} ms apart, share '
+                    f'{budget.max_share:g}; tracking_landmark_passes '
+                    f'{self._config["tracking_landmark_passes"]})'
+                )
+                self._logged_passes = stats.landmark_passes
             if self._worker.ground_plane is not None:
                 plane = stats.ground_plane
                 values['ground_plane'] = (

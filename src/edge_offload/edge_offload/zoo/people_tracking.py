@@ -630,6 +630,9 @@ class LandmarkPassBudget:
     fixed: int | None = None
     window: int = _PASS_WINDOW
     passes: int = field(default=1, init=False)
+    # The medians the last choice was made on (0: none made yet).
+    pass_s: float = field(default=0.0, init=False)
+    interval_s: float = field(default=0.0, init=False)
     _pass_s: collections.deque[float] = field(init=False)
     _intervals: collections.deque[float] = field(init=False)
     _last_arrival: float | None = field(default=None, init=False)
@@ -663,8 +666,9 @@ class LandmarkPassBudget:
             self._pass_s.append(landmarks_s * tracks / runs)
         if len(self._pass_s) < self.window or len(self._intervals) < self.window:
             return self.passes
-        per_pass = float(np.median(self._pass_s))
-        budget = self.max_share * float(np.median(self._intervals))
+        per_pass = self.pass_s = float(np.median(self._pass_s))
+        self.interval_s = float(np.median(self._intervals))
+        budget = self.max_share * self.interval_s
         chosen = max(
             (
                 p
