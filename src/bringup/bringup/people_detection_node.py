@@ -787,12 +787,14 @@ class PeopleDetectionNode(Node):
             )
             if stats.landmark_passes != self._logged_passes:
                 budget = self._worker.landmark_passes
+                why = (
+                    'tracking_landmark_passes'
+                    if budget.fixed is not None
+                    else f'one run of everybody {budget.pass_s * 1e3:.0f} ms, frames '
+                    f'{budget.interval_s * 1e3:.0f} ms apart, share {budget.max_share:g}'
+                )
                 self.get_logger().info(
-                    f'tracking: {stats.landmark_passes} landmark run(s) a person and frame '
-                    f'(one run of everybody {budget.pass_s * 1e3:.0f} ms, frames '
-                    f'{budget.interval_s * 1e3:.0f} ms apart, share '
-                    f'{budget.max_share:g}; tracking_landmark_passes '
-                    f'{self._config["tracking_landmark_passes"]})'
+                    f'tracking: {stats.landmark_passes} landmark run(s) a person and frame ({why})'
                 )
                 self._logged_passes = stats.landmark_passes
             if self._worker.ground_plane is not None:
