@@ -108,6 +108,7 @@ from edge_offload.zoo.people_tracking import (
     DEFAULT_LANDMARK_SHARE,
     DEFAULT_MAX_DUTY,
     DEFAULT_MIN_DETECT_EVERY,
+    LANDMARK_PASSES,
     DetectionSchedule,
     LandmarkPassBudget,
     PeopleTracker,
@@ -401,6 +402,11 @@ class PeopleDetectionNode(Node):
                 full_scan_every=self._config['ground_plane_full_scan_every'],
             )
         passes = self._config['tracking_landmark_passes']
+        if passes not in (0, *LANDMARK_PASSES):
+            raise ValueError(
+                f'tracking_landmark_passes must be 0 (by measured time) or one of '
+                f'{LANDMARK_PASSES}, got {passes}'
+            )
         return TrackingWorker(
             PeopleTracker(landmarkers),
             DetectionSchedule(
@@ -415,7 +421,6 @@ class PeopleDetectionNode(Node):
             queue_size=self._config['queue_size'],
             untracked_wait_s=self._config['untracked_wait_s'],
             ground_plane=ground_plane,
-            # fixed must be 1, 2 or 4: a ValueError naming them otherwise.
             landmark_passes=LandmarkPassBudget(
                 self._config['tracking_landmark_share'], fixed=passes or None
             ),

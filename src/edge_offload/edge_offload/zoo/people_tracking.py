@@ -180,12 +180,12 @@ def evenly_spaced(frames: Sequence[np.ndarray], count: int) -> list[np.ndarray]:
     return [frames[int(round(index))] for index in picks]
 
 
-# Two estimates are of one body when their common visible keypoints lie this close, as a
-# fraction of the body's height. Box IoU cannot tell: people walking side by side or one
-# behind another overlap by more than 0.5, and merging them lost a person each time.
 # Landmark runs per tracked person and frame that ``PeopleTracker`` can spend.
 LANDMARK_PASSES = (1, 2, 4)
 
+# Two estimates are of one body when their common visible keypoints lie this close, as a
+# fraction of the body's height. Box IoU cannot tell: people walking side by side or one
+# behind another overlap by more than 0.5, and merging them lost a person each time.
 SAME_BODY_FRACTION = 0.15
 _MIN_COMMON_KEYPOINTS = 4
 _VISIBLE = 0.5
