@@ -31,16 +31,13 @@ from typing import Any
 import torch
 
 from edge_offload.client import ClientConfig, ConnectionState, EdgeClient
+from edge_offload.errors import DeadlineMissedError, ErrorCode, OffloadCancelledError, OffloadError
 from edge_offload.link_monitor import LinkEstimate, LinkEstimator
 from edge_offload.models import InvalidInputError, ModelCache, UnknownModelError
 from edge_offload.modes.base import (
-    DeadlineMissedError,
-    ErrorCode,
     InferenceRequest,
     InferenceStats,
     ModeContext,
-    OffloadCancelledError,
-    OffloadError,
     OffloadMode,
     ProgressCallback,
     load_mode_class,

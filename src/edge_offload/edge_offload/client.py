@@ -64,8 +64,7 @@ from edge_offload.connection_state import (
     SendHello,
     SetState,
 )
-from edge_offload.keys import load_public_key, load_secret_key_pair, validate_transport
-from edge_offload.modes.base import (
+from edge_offload.errors import (
     DeadlineMissedError,
     ErrorCode,
     OffloadCancelledError,
@@ -73,6 +72,7 @@ from edge_offload.modes.base import (
     ServerRejectedError,
     ServerUnavailableError,
 )
+from edge_offload.keys import load_public_key, load_secret_key_pair, validate_transport
 
 if TYPE_CHECKING:
     from edge_offload.link_monitor import LinkEstimator

@@ -87,6 +87,7 @@ from rclpy.task import Future
 from edge_offload import protocol
 from edge_offload.api import LOCAL_MODE, Offloader, OffloaderConfig
 from edge_offload.client import ClientConfig
+from edge_offload.errors import ErrorCode, OffloadError
 from edge_offload.image_convert import (
     ImageFormatError,
     ImageTooLargeError,
@@ -96,13 +97,7 @@ from edge_offload.image_convert import (
 )
 from edge_offload.keys import KeyFileError
 from edge_offload.models import InvalidInputError, ModelSpec, UnknownModelError, model_spec
-from edge_offload.modes.base import (
-    ErrorCode,
-    OffloadError,
-    Stage,
-    available_modes,
-    load_mode_class,
-)
+from edge_offload.modes.base import Stage, available_modes, load_mode_class
 from edge_offload.request_timeout import DEFAULT_CEILING_S, DEFAULT_FACTOR, RequestTimeouts
 from edge_offload.ros_logging import forward_python_logging
 from edge_offload.ros_node_main import run_lifecycle_node

@@ -14,17 +14,15 @@ import torch
 from edge_offload import protocol
 from edge_offload import server as server_module
 from edge_offload.client import CallFuture, ClientConfig, EdgeClient
-from edge_offload.modes.base import (
+from edge_offload.errors import (
     DeadlineMissedError,
     ErrorCode,
     OffloadCancelledError,
     OffloadError,
-    ServerCall,
-    ServerMode,
     ServerRejectedError,
-    ServerReply,
     ServerUnavailableError,
 )
+from edge_offload.modes.base import ServerCall, ServerMode, ServerReply
 from edge_offload.server import EdgeServer, ServerConfig
 from edge_offload.testing import make_test_keys
 

@@ -46,7 +46,7 @@ ROBOT = r"""
 import sys, threading, time
 import torch
 from edge_offload.client import ClientConfig, EdgeClient
-from edge_offload.modes.base import OffloadError
+from edge_offload.errors import (OffloadError)
 
 endpoint, secret_key_file, server_key_file = sys.argv[1:4]
 lock = threading.Lock()

@@ -17,14 +17,8 @@ import pytest
 
 from edge_offload import server as server_module
 from edge_offload.client import ClientConfig, EdgeClient
-from edge_offload.modes.base import (
-    DeadlineMissedError,
-    OffloadCancelledError,
-    ServerCall,
-    ServerMode,
-    ServerRejectedError,
-    ServerReply,
-)
+from edge_offload.errors import DeadlineMissedError, OffloadCancelledError, ServerRejectedError
+from edge_offload.modes.base import ServerCall, ServerMode, ServerReply
 from edge_offload.request_timeout import RequestTimeouts
 from edge_offload.server import EdgeServer, ServerConfig
 from edge_offload.testing import make_test_keys

@@ -13,15 +13,15 @@ import torch
 from edge_offload import protocol
 from edge_offload.api import Offloader, OffloaderConfig
 from edge_offload.client import ClientConfig, ConnectionState, EdgeClient
-from edge_offload.keys import KeyFileError
-from edge_offload.models import load_model
-from edge_offload.modes.base import (
+from edge_offload.errors import (
     DeadlineMissedError,
     ErrorCode,
     OffloadError,
     ServerRejectedError,
     ServerUnavailableError,
 )
+from edge_offload.keys import KeyFileError
+from edge_offload.models import load_model
 from edge_offload.server import ServerConfig
 from edge_offload.testing import edge_client_for, loopback_edge_server, make_test_keys
 

@@ -16,14 +16,8 @@ import torch
 from edge_offload import protocol
 from edge_offload import server as server_module
 from edge_offload.client import ClientConfig, EdgeClient
-from edge_offload.modes.base import (
-    ErrorCode,
-    ServerCall,
-    ServerMode,
-    ServerRejectedError,
-    ServerReply,
-    ServerUnavailableError,
-)
+from edge_offload.errors import ErrorCode, ServerRejectedError, ServerUnavailableError
+from edge_offload.modes.base import ServerCall, ServerMode, ServerReply
 from edge_offload.server import EdgeServer, ServerConfig
 from edge_offload.testing import make_test_keys
 

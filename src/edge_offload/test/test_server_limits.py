@@ -19,14 +19,9 @@ import torch
 import zmq
 
 from edge_offload import protocol
+from edge_offload.errors import ServerRejectedError, ServerUnavailableError
 from edge_offload.keys import load_public_key, load_secret_key_pair
-from edge_offload.modes.base import (
-    ServerCall,
-    ServerMode,
-    ServerRejectedError,
-    ServerReply,
-    ServerUnavailableError,
-)
+from edge_offload.modes.base import ServerCall, ServerMode, ServerReply
 from edge_offload.server import EdgeServer
 from edge_offload.testing import (
     authorize_robot,

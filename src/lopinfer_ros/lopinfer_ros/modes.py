@@ -24,7 +24,6 @@ import concurrent.futures
 import contextlib
 import hashlib
 import json
-import logging
 import math
 import threading
 import time
@@ -35,18 +34,17 @@ from typing import Any, ClassVar
 import torch
 
 from edge_offload import protocol
+from edge_offload.errors import OffloadError, ServerUnavailableError
 from edge_offload.modes.base import (
     InferenceRequest,
     InferenceResult,
     InferenceStats,
     ModeOption,
-    OffloadError,
     OffloadMode,
     ServerCall,
     ServerMode,
     ServerModeContext,
     ServerReply,
-    ServerUnavailableError,
     Stage,
 )
 from lopinfer_ros.graph import CaptureError, OpGraph, capture
@@ -63,8 +61,6 @@ from lopinfer_ros.runtime import (
     expected_receives,
 )
 from lopinfer_ros.schedule import ROBOT, SERVER, Schedule, make_schedule
-
-_logger = logging.getLogger('lopinfer_ros')
 
 OPTION_SPECS: tuple[ModeOption, ...] = (
     ModeOption(
@@ -186,6 +182,8 @@ class LopInferMode(OffloadMode):
         self.options = validate_options(
             self.name, getattr(context, 'options', {}).get(self.name, {})
         )
+        # The context's logger: inside the bridge its records reach /rosout.
+        self._logger = context.logger.getChild(self.name)
         self._lock = threading.Lock()
         self._prepared: dict[tuple, Prepared] = {}
         self._request_ids = 0
@@ -214,7 +212,7 @@ class LopInferMode(OffloadMode):
                 path, expect_model=model_name, expect_graph_hash=prepared.graph.hash
             )
             if abs(prepared.table.device_factor - float(self.options['device_factor'])) > 1e-9:
-                _logger.warning(
+                self._logger.warning(
                     '%s: plan table %s was planned for device factor %s, the mode runs %s',
                     model_name,
                     path,
@@ -256,9 +254,9 @@ class LopInferMode(OffloadMode):
             path.parent.mkdir(parents=True, exist_ok=True)
             table.save(path)
             prepared.table = table
-            _logger.info('%s: plan table built and saved to %s', model_name, path)
+            self._logger.info('%s: plan table built and saved to %s', model_name, path)
         except Exception as error:  # noqa: BLE001 - reported on the next request
-            _logger.exception('%s: planning failed', model_name)
+            self._logger.exception('%s: planning failed', model_name)
             prepared.planning_error = f'{type(error).__name__}: {error}'
 
     def _bandwidth(self) -> float:

@@ -14,8 +14,8 @@ import time
 import numpy as np
 import pytest
 import torch
+from rcl_interfaces.msg import Log, ParameterType, ParameterValue
 from rcl_interfaces.msg import Parameter as ParameterMsg
-from rcl_interfaces.msg import ParameterType, ParameterValue
 from rcl_interfaces.srv import DescribeParameters, SetParameters
 from rclpy.action import ActionClient
 from rclpy.node import Node
@@ -148,6 +148,68 @@ def test_bridge_runs_lopinfer_with_its_ros_parameters(
             assert result.stats.bytes_up >= image.nbytes
     # The executor's suspended wait still holds the client's handle; destroying it
     # under that wait deadlocked the executor's shutdown once. Shut down first.
+    ros_executor.shutdown()
+    client.destroy()
+    node.destroy_node()
+
+
+def test_plugin_warnings_reach_rosout(tmp_path, ros_context, ros_executor, ros_processes):
+    """A plug-in logs through its mode context: its warning is on ``/rosout``, by the bridge."""
+    model = load_model(MODEL)
+    image = np.random.default_rng(1).random((1, 3, 64, 64), dtype=np.float32)
+    inputs = [torch.from_numpy(image)]
+    graph = capture(model.module, inputs)
+    # Planned for a device 3x slower than this one; the bridge is told 2x.
+    table = make_plan_table(
+        MODEL, graph, analyse(graph), inputs, device_factor=3.0, workers=1, buckets=[8]
+    )
+    mode = LopInferMode.__new__(LopInferMode)
+    mode.options = {'plan_dir': str(tmp_path / 'plans')}
+    path = mode.table_path(MODEL, graph)
+    path.parent.mkdir(parents=True)
+    table.save(path)
+
+    node = Node('rosout_listener', context=ros_context)
+    ros_executor.add_node(node)
+    logs: list[Log] = []
+    node.create_subscription(Log, '/rosout', logs.append, 100)
+
+    keys = make_test_keys(tmp_path / 'keys')
+    port = free_tcp_port()
+    ros_processes.start(
+        edge_server_node_command(port, keys, [MODEL], modes=['nnto', 'lopinfer']),
+        name='edge_server',
+    )
+    bridge = ros_processes.start(
+        offload_bridge_node_command(
+            port,
+            keys,
+            [MODEL],
+            mode='lopinfer',
+            fallback_to_local=True,
+            **{'lopinfer.plan_dir': str(tmp_path / 'plans'), 'lopinfer.device_factor': 2.0},
+        ),
+        name='offload_bridge',
+    )
+    client = ActionClient(node, Offload, 'offload')
+    assert spin_until(ros_executor, client.server_is_ready, timeout_s=30.0), (
+        'bridge action server never appeared:\n' + ros_processes.output(bridge)
+    )
+    _offload(ros_executor, client, image)
+
+    def warned() -> bool:
+        return any(
+            log.name == 'offload_bridge'
+            and log.level == Log.WARN
+            and 'was planned for device factor 3.0, the mode runs 2.0' in log.msg
+            for log in logs
+        )
+
+    assert spin_until(ros_executor, warned, timeout_s=20.0), (
+        'no plan-table warning on /rosout; it had:\n'
+        + '\n'.join(f'{log.name}: {log.msg}' for log in logs)
+        + ros_processes.output(bridge)
+    )
     ros_executor.shutdown()
     client.destroy()
     node.destroy_node()

@@ -37,17 +37,16 @@ from typing import Any, ClassVar
 import torch
 
 from edge_offload.connection_state import ConnectionState
+from edge_offload.errors import OffloadError, ServerUnavailableError
 from edge_offload.modes.base import (
     InferenceRequest,
     InferenceResult,
     InferenceStats,
-    OffloadError,
     OffloadMode,
     ServerCall,
     ServerMode,
     ServerModeContext,
     ServerReply,
-    ServerUnavailableError,
     Stage,
 )
 from rrto_ros.op_codec import OpCodecError
@@ -123,7 +122,9 @@ class PerOpMode(OffloadMode):
             self._connection_epoch += 1
 
     def _new_session(self) -> RemoteSession:
-        session = self.session_class(self._exchange)
+        session = self.session_class(
+            self._exchange, logger=self.context.logger.getChild(self.name)
+        )
         session.reset_remote()
         return session
 

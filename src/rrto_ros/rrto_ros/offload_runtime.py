@@ -35,7 +35,7 @@ from typing import Any
 from torch import nn
 from torch.utils import _pytree as pytree
 
-from edge_offload.modes.base import DeadlineMissedError, ServerUnavailableError
+from edge_offload.errors import DeadlineMissedError, ServerUnavailableError
 from rrto_ros.remote import RemoteSession, RemoteTensor
 from rrto_ros.rrto import RrtoSession
 

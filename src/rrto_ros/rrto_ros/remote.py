@@ -25,6 +25,7 @@ carries it over the edge_offload protocol; tests may call an ``OpExecutor`` dire
 from __future__ import annotations
 
 import contextlib
+import logging
 import threading
 import weakref
 from collections.abc import Callable, Iterator
@@ -168,8 +169,10 @@ class _RemoteMode(TorchDispatchMode):
 class RemoteSession:
     """One robot's per-operator offloading session with one edge server."""
 
-    def __init__(self, transport: Transport) -> None:
+    def __init__(self, transport: Transport, *, logger: logging.Logger | None = None) -> None:
         self._transport = transport
+        # Inside the bridge this is the mode context's logger, which reaches /rosout.
+        self.logger = logger or logging.getLogger('rrto_ros')
         self._lock = threading.RLock()
         self._next_id = 1
         self._freed: list[int] = []

@@ -48,8 +48,6 @@ from rrto_ros.recorder import DEFAULT_MAX_ENTRIES, Recorder
 from rrto_ros.remote import RemoteError, RemoteSession, Transport
 from rrto_ros.sequence_search import DEFAULT_MIN_REPEATS
 
-_LOG = logging.getLogger('rrto_ros')
-
 
 class ReplayState(enum.Enum):
     """Where the client state machine is."""
@@ -139,8 +137,9 @@ class RrtoSession(RemoteSession):
         min_repeats: int = DEFAULT_MIN_REPEATS,
         max_log_entries: int = DEFAULT_MAX_ENTRIES,
         replay_enabled: bool = True,
+        logger: logging.Logger | None = None,
     ) -> None:
-        super().__init__(transport)
+        super().__init__(transport, logger=logger)
         self.recorder = Recorder(min_repeats, max_log_entries)
         self.replay_enabled = replay_enabled
         self.state = ReplayState.RECORD
@@ -172,12 +171,12 @@ class RrtoSession(RemoteSession):
         try:
             self._send('sequence', {}, {'sequence': op_codec.blob_tensor(found.to_wire())})
         except (RemoteError, op_codec.OpCodecError) as error:
-            _LOG.warning('could not upload the recorded sequence: %s', error)
+            self.logger.warning('could not upload the recorded sequence: %s', error)
             return
         self.sequence = found
         self.state = ReplayState.ARMED
         self.replay_stats.sequences_found += 1
-        _LOG.info(
+        self.logger.info(
             'rrto: found the inference sequence (%d steps); replaying from the next inference',
             len(found.steps),
         )
@@ -430,4 +429,6 @@ class RrtoSession(RemoteSession):
         self.replay_stats.aborts += 1
         self.replay_stats.last_abort = why
         self.replay_stats.abort_reasons = [*self.replay_stats.abort_reasons[-9:], why]
-        _LOG.info('rrto: replay aborted (%s); back to per-operator calls and recording', why)
+        self.logger.warning(
+            'rrto: replay aborted (%s); back to per-operator calls and recording', why
+        )

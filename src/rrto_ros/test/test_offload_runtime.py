@@ -17,7 +17,7 @@ import pytest
 import torch
 from torch import nn
 
-from edge_offload.modes.base import ServerUnavailableError
+from edge_offload.errors import ServerUnavailableError
 from rrto_ros.offload_runtime import EDGE, ROBOT, InferenceRecord, ModuleOffloader
 from rrto_ros.remote import RemoteSession
 from rrto_ros.rrto import RrtoSession

@@ -2,24 +2,26 @@
 # SPDX-License-Identifier: Apache-2.0
 """Offloading modes: the plug-in interface and the built-in ``local`` and ``nnto`` modes."""
 
+from edge_offload.errors import (
+    DeadlineMissedError,
+    ErrorCode,
+    OffloadCancelledError,
+    OffloadError,
+    ServerRejectedError,
+    ServerUnavailableError,
+)
 from edge_offload.modes.base import (
     CLIENT_MODE_GROUP,
     SERVER_MODE_GROUP,
-    DeadlineMissedError,
-    ErrorCode,
     InferenceRequest,
     InferenceResult,
     InferenceStats,
     ModeContext,
-    OffloadCancelledError,
-    OffloadError,
     OffloadMode,
     ServerCall,
     ServerMode,
     ServerModeContext,
-    ServerRejectedError,
     ServerReply,
-    ServerUnavailableError,
     Stage,
     available_modes,
     load_mode_class,

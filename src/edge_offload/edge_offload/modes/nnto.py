@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 
 from edge_offload import protocol
+from edge_offload.errors import ServerUnavailableError
 from edge_offload.models import InvalidInputError, UnknownModelError
 from edge_offload.modes.base import (
     InferenceRequest,
@@ -20,7 +21,6 @@ from edge_offload.modes.base import (
     ServerCall,
     ServerMode,
     ServerReply,
-    ServerUnavailableError,
     Stage,
 )
 
