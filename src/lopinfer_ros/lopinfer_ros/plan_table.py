@@ -95,8 +95,18 @@ class PlanTable:
     created: str = ''
 
     def bucket_for(self, bandwidth_bytes_per_s: float) -> int:
-        """Return the bucket of a bandwidth (floor in MB/s, clamped to [0, 30])."""
-        return bucket_for(bandwidth_bytes_per_s)
+        """Return the planned bucket to run at a bandwidth.
+
+        That is the bandwidth's bucket (floor in MB/s, clamped to [0, 30]) when the table
+        has it. A table planned for some buckets only (``build_table(buckets=...)``) gives
+        the nearest planned bucket below, which assumes no more bandwidth than measured,
+        else its lowest.
+        """
+        wanted = bucket_for(bandwidth_bytes_per_s)
+        if wanted in self.entries or not self.entries:
+            return wanted
+        below = [bucket for bucket in self.entries if bucket <= wanted]
+        return max(below) if below else min(self.entries)
 
     def entry(self, bucket: int) -> TableEntry:
         """Return the entry of ``bucket``; KeyError if the table has none."""

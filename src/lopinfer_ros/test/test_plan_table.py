@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
@@ -128,6 +129,13 @@ def test_table_entries_and_plans(table):
         best = min(entry.makespan_s[m] for m in ('device_only', 'server_only', 'layer_split'))
         assert entry.makespan_s['lopinfer'] <= best * (1 + 1e-12)
     assert table.bucket_for(4.7e6) == 4
+    # Buckets the table was not planned for run the nearest planned one below, else the
+    # lowest: never a bucket the table has no plan for.
+    assert table.bucket_for(10.2e6) == 4
+    assert table.bucket_for(3.9e6) == 1
+    assert table.bucket_for(1e9) == 30
+    partial = dataclasses.replace(table, entries={b: table.entries[b] for b in (4, 30)})
+    assert partial.bucket_for(0.5e6) == 4
     with pytest.raises(ValueError, match='unknown mode'):
         table.plan('nnto', 4)
     with pytest.raises(KeyError, match='no bucket 7'):
