@@ -37,7 +37,7 @@ from accumo_ros.sequence_bag import read_sequence_bag
 from edge_offload.api import Offloader, OffloaderConfig
 from edge_offload.client import ClientConfig
 from edge_offload.link_emulator import LinkEmulator, LinkEmulatorConfig
-from edge_offload.testing import make_test_keys, start_headless_server
+from edge_offload_testing import make_test_keys, start_headless_server
 
 ROOT = Path(__file__).resolve().parent.parent
 TASK_MODELS = {'depth': 'accumo_depth', 'odometry': 'accumo_odometry'}

@@ -62,7 +62,7 @@ def _measure(rounds: int, out_dir: Path) -> list[dict]:
     from rclpy.qos import QoSProfile, ReliabilityPolicy
 
     from edge_offload.tensor_blob import from_tensor_blob, to_tensor_blob
-    from edge_offload.testing import spin_until, wait_for_publishers, wait_for_subscribers
+    from edge_offload_testing import spin_until, wait_for_publishers, wait_for_subscribers
     from offload_interfaces.msg import TensorBlob
 
     relay_log = (out_dir / 'relay.log').open('wb')
@@ -175,7 +175,7 @@ def main() -> int:
         _relay_main()
         return 0
 
-    from edge_offload.testing import reserve_domain_id
+    from edge_offload_testing import reserve_domain_id
 
     args.out.mkdir(parents=True, exist_ok=True)
     with reserve_domain_id() as domain_id:

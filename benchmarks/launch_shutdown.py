@@ -30,8 +30,8 @@ import rclpy
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 
-from edge_offload.testing import free_tcp_port, reserve_domain_id, spin_until
-from edge_offload.testing.ros2_cli import Ros2Launch, ros2_cli_missing, run_ros2
+from edge_offload_testing import free_tcp_port, reserve_domain_id, spin_until
+from edge_offload_testing.ros2_cli import Ros2Launch, ros2_cli_missing, run_ros2
 from offload_interfaces.msg import PersonArray
 
 

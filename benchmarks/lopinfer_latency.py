@@ -48,7 +48,7 @@ from edge_offload.api import Offloader, OffloaderConfig
 from edge_offload.client import ClientConfig
 from edge_offload.link_traces import PACKET_BYTES, DeliveryTrace
 from edge_offload.models import load_model
-from edge_offload.testing.offload import (
+from edge_offload_testing.offload import (
     HeadlessServer,
     make_test_keys,
     start_link_emulator_process,

@@ -41,7 +41,7 @@ from edge_offload.client import ClientConfig, EdgeClient
 from edge_offload.link_emulator import LinkEmulator, LinkEmulatorConfig
 from edge_offload.link_traces import DeliveryTrace
 from edge_offload.models import model_spec
-from edge_offload.testing import (
+from edge_offload_testing import (
     edge_server_node_command,
     free_tcp_port,
     make_test_keys,
@@ -196,7 +196,7 @@ def soak(keys, seconds: float, rate_hz: float, out: Path) -> list[dict[str, floa
     from rclpy.action import ActionClient  # noqa: PLC0415
 
     from edge_offload.tensor_blob import to_tensor_blob  # noqa: PLC0415
-    from edge_offload.testing import ProcessGroup, reserve_domain_id  # noqa: PLC0415
+    from edge_offload_testing import ProcessGroup, reserve_domain_id  # noqa: PLC0415
     from offload_interfaces.action import Offload  # noqa: PLC0415
 
     samples = []

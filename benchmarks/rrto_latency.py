@@ -63,7 +63,7 @@ import torch
 from edge_offload.api import Offloader, OffloaderConfig
 from edge_offload.client import ClientConfig
 from edge_offload.models import model_spec
-from edge_offload.testing import (
+from edge_offload_testing import (
     HeadlessServer,
     make_test_keys,
     start_link_emulator_process,

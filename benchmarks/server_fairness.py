@@ -37,7 +37,7 @@ import torch
 
 from edge_offload.client import ClientConfig, EdgeClient
 from edge_offload.modes.base import OffloadError
-from edge_offload.testing import authorize_robot, make_test_keys, start_headless_server
+from edge_offload_testing import authorize_robot, make_test_keys, start_headless_server
 
 
 def _percentile(samples: list[float], fraction: float) -> float:

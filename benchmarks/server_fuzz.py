@@ -8,7 +8,7 @@ workers of ``--torch-threads`` intra-op threads). Two robots with different keys
 in this process:
 
 * the *fuzzer*, an authenticated DEALER, sends ``--frames`` messages from the
-  structure-aware mutation fuzzer (``edge_offload.testing.protocol_fuzz``, seeded by
+  structure-aware mutation fuzzer (``edge_offload_testing.protocol_fuzz``, seeded by
   ``--seed``) as fast as the server answers them (at most 32 unanswered), with a valid
   HELLO every 16 so its session stays open and CALLs reach the ``nnto`` mode;
 * the *good robot*, an ``EdgeClient`` on its own I/O thread, calls ``tiny_cnn`` on one
@@ -40,8 +40,8 @@ from pathlib import Path
 
 import torch
 
-from edge_offload.testing import authorize_robot, make_test_keys, start_headless_server
-from edge_offload.testing.protocol_fuzz import (
+from edge_offload_testing import authorize_robot, make_test_keys, start_headless_server
+from edge_offload_testing.protocol_fuzz import (
     FuzzRun,
     FuzzSender,
     GoodClient,

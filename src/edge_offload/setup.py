@@ -70,7 +70,5 @@ setup(
             'blazepose_tiled_people = edge_offload.zoo.blazepose:blazepose_tiled_people',
             'blazepose_landmark_full = edge_offload.zoo.blazepose:blazepose_landmark_full',
         ],
-        # Test fixtures (per-test ROS domain, graph-matching waits) for every package's tests.
-        'pytest11': ['edge_offload_testing = edge_offload.testing.pytest_plugin'],
     },
 )

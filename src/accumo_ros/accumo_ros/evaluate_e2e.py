@@ -55,16 +55,15 @@ from accumo_ros.sequence_bag import (
     LoadedSequence,
     read_sequence_bag,
 )
+from edge_offload.graph_wait import spin_until, wait_for_bridge_connection
 from edge_offload.link_emulator import LinkEmulator, LinkEmulatorConfig
-from edge_offload.testing import (
+from edge_offload.node_processes import (
     ProcessGroup,
     edge_server_node_command,
     free_tcp_port,
-    make_test_keys,
+    loopback_keys,
     node_command,
     offload_bridge_node_command,
-    spin_until,
-    wait_for_bridge_connection,
 )
 from offload_interfaces.msg import LinkState, TaskDecision
 
@@ -226,7 +225,7 @@ def adaptation_time(
 def run(setup: E2eSetup, workdir: Path) -> tuple[E2eRecord, LoadedSequence, str]:
     """Start the graph, replay the bag, halve the bandwidth; return what was recorded."""
     sequence = read_sequence_bag(setup.sequence, max_frames=setup.frames)
-    keys = make_test_keys(workdir / 'keys')
+    keys = loopback_keys(workdir / 'keys')
     server_port = free_tcp_port()
     rate_bps = setup.link_mbps * 1e6
     emulator = LinkEmulator(

@@ -21,7 +21,7 @@ from sensor_msgs.msg import Image
 
 from accumo_ros.sequence import SequenceConfig, SyntheticSequence
 from accumo_ros.sequence_bag import CAMERA_INFO_TOPIC, IMAGE_TOPIC, IMU_TOPIC, write_sequence_bag
-from edge_offload.testing import (
+from edge_offload_testing import (
     edge_server_node_command,
     free_tcp_port,
     make_test_keys,

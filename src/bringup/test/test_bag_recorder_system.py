@@ -29,7 +29,7 @@ from std_msgs.msg import Bool, String
 
 from bringup import bag_evaluator, bag_recorder_node
 from bringup.bag_recorder_node import RUN_TOPICS, BagRecorderNode
-from edge_offload.testing import node_command, spin_until, wait_for_subscribers
+from edge_offload_testing import node_command, spin_until, wait_for_subscribers
 from offload_interfaces.msg import LinkState, Person, PersonArray
 
 RELIABLE = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)

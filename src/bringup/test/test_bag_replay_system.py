@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from edge_offload.testing import free_tcp_port
+from edge_offload_testing import free_tcp_port
 
 FRAMES = 12
 

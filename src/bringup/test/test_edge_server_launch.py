@@ -27,8 +27,8 @@ from launch.actions import IncludeLaunchDescription
 from launch.launch_description_sources import PythonLaunchDescriptionSource
 from lifecycle_msgs.srv import GetState
 
-from bringup.graph_checks import loopback_params_file
-from edge_offload.testing import free_tcp_port
+from edge_offload_testing import free_tcp_port
+from edge_offload_testing.people_graph import loopback_params_file
 
 SHARE = Path(get_package_share_directory('bringup'))
 

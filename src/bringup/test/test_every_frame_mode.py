@@ -28,7 +28,7 @@ from sensor_msgs.msg import Image
 from bringup.graph_parameters import load_parameter_file
 from bringup.sensor_source_node import Backpressure, SensorSourceNode
 from edge_offload.sensor_qos import sensor_qos
-from edge_offload.testing import node_command, spin_until
+from edge_offload_testing import node_command, spin_until
 from offload_interfaces.msg import PersonArray
 
 CONFIG = Path(__file__).resolve().parents[1] / 'config'

@@ -52,7 +52,7 @@ from bringup.follow_simulation import (
 )
 from bringup.follower import FollowerConfig
 from edge_offload.image_convert import cv2_to_imgmsg
-from edge_offload.testing import node_command, spin_until
+from edge_offload_testing import node_command, spin_until
 from offload_interfaces.msg import Keypoint2D, LinkState, Person, PersonArray
 
 DT = 0.05  # the follower's 20 Hz

@@ -19,7 +19,7 @@ from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import Bool, String
 
-from edge_offload.testing import node_command, spin_until
+from edge_offload_testing import node_command, spin_until
 from offload_interfaces.msg import LinkState, PersonArray
 
 RELIABLE = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)

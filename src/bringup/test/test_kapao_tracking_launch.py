@@ -6,7 +6,7 @@ Launches the whole graph on one machine (``start_edge_server:=true source:=synth
 with a parameter file of its own (CURVE keys and a free port), giving no endpoint argument:
 the file's endpoint must be the one used. ``follow:=True`` (capitalised, as users type it)
 must start the AccuMO scheduler as well as the tracker and the follower. It checks, with
-:class:`bringup.graph_checks.GraphWatcher`, that people are detected through the edge
+:class:`edge_offload_testing.people_graph.GraphWatcher`, that people are detected through the edge
 server, AccuMO publishes depth and odometry, tracks come out in the odometry frame, the
 link is up and the follower holds a robot that has nobody to follow still; after shutdown,
 every process exited cleanly and the bag of the run was written.
@@ -31,8 +31,8 @@ from launch import LaunchDescription
 from launch.actions import IncludeLaunchDescription
 from launch.launch_description_sources import PythonLaunchDescriptionSource
 
-from bringup.graph_checks import GraphWatcher, loopback_params_file
-from edge_offload.testing import free_tcp_port
+from edge_offload_testing import free_tcp_port
+from edge_offload_testing.people_graph import GraphWatcher, loopback_params_file
 
 SHARE = Path(get_package_share_directory('bringup'))
 

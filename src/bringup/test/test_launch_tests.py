@@ -6,7 +6,7 @@ launch_testing's pytest plugin does not load under pytest 9, so each launch test
 ``launch_test FILE`` in its own process, as ``colcon test`` would run it on a ROS 2
 installation, and its JUnit report must show every test run and passed: a launch test
 that skipped, or found no tests, fails here. Without the ROS 2 tooling these skip with the
-reason (see :mod:`edge_offload.testing.ros2_cli`).
+reason (see :mod:`edge_offload_testing.ros2_cli`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from edge_offload.testing.ros2_cli import require_ros2_cli
+from edge_offload_testing.ros2_cli import require_ros2_cli
 
 LAUNCH_TESTS = sorted(Path(__file__).parent.glob('test_*_launch.py'))
 

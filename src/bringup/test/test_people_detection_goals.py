@@ -22,7 +22,7 @@ from sensor_msgs.msg import Image
 
 from bringup.people_detection_node import PeopleDetectionNode
 from edge_offload.image_convert import cv2_to_imgmsg
-from edge_offload.testing import spin_until
+from edge_offload_testing import spin_until
 from offload_interfaces.action import Offload
 
 

@@ -5,7 +5,7 @@
 Each test starts ``ros2 launch`` in a process group of its own (a terminal), with a home
 folder of its own whose CURVE keys ``edge_offload_keygen`` made, as the README says, and
 the default parameter files. They need the ROS 2 command line (see
-:mod:`edge_offload.testing.ros2_cli`); without it they skip, saying why.
+:mod:`edge_offload_testing.ros2_cli`); without it they skip, saying why.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 
-from edge_offload.testing import free_tcp_port, spin_until
-from edge_offload.testing.ros2_cli import (
+from edge_offload_testing import free_tcp_port, spin_until
+from edge_offload_testing.ros2_cli import (
     Ros2Launch,
     require_ros2_cli,
     run_ros2,

@@ -23,7 +23,7 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy
 from std_msgs.msg import String
 
 from bringup.sensor_source_node import await_acknowledged
-from edge_offload.testing import spin_until
+from edge_offload_testing import spin_until
 
 RELIABLE = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
 SUBSCRIBER = """

@@ -25,7 +25,7 @@ from rosbags.rosbag2 import StoragePlugin, Writer
 from rosbags.typesys import Stores, get_typestore
 from sensor_msgs.msg import CameraInfo, Image, Imu
 
-from edge_offload.testing import node_command, spin_until, wait_for_publishers
+from edge_offload_testing import node_command, spin_until, wait_for_publishers
 
 TYPESTORE = get_typestore(Stores.ROS2_KILTED)
 FRAMES = 6

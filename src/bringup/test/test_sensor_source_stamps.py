@@ -20,7 +20,7 @@ from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy, qos_profile_
 from sensor_msgs.msg import CameraInfo, Image, Imu
 
 from bringup.sensor_source_node import SensorSourceNode
-from edge_offload.testing import spin_until
+from edge_offload_testing import spin_until
 
 RELIABLE_QOS = QoSProfile(
     history=HistoryPolicy.KEEP_LAST,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from ament_index_python.packages import get_package_share_directory
 
-from edge_offload.testing import installed_package_manifest
+from edge_offload_testing import installed_package_manifest
 
 
 def test_package_is_importable_and_indexed():

@@ -39,7 +39,7 @@ from bringup.sensor_source_node import SensorSourceNode
 from bringup.tracking_monitor_node import TrackingMonitorNode
 from edge_offload.offload_bridge_node import OffloadBridgeNode
 from edge_offload.sensor_qos import sensor_qos
-from edge_offload.testing import (
+from edge_offload_testing import (
     KeySet,
     free_tcp_port,
     make_test_keys,

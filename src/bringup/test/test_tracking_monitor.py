@@ -18,7 +18,7 @@ from std_msgs.msg import Header
 
 from bringup.tracking_monitor_node import Summary, TrackingMonitorNode
 from edge_offload.sensor_qos import sensor_qos
-from edge_offload.testing import spin_until, wait_for_subscribers
+from edge_offload_testing import spin_until, wait_for_subscribers
 from offload_interfaces.msg import PersonArray
 
 

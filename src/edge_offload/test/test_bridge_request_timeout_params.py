@@ -15,7 +15,7 @@ from rclpy.lifecycle import TransitionCallbackReturn
 from rclpy.parameter import Parameter
 
 from edge_offload.offload_bridge_node import PARAMETERS, OffloadBridgeNode
-from edge_offload.testing import free_tcp_port
+from edge_offload_testing import free_tcp_port
 
 
 def _bridge(context, **values) -> OffloadBridgeNode:

@@ -29,7 +29,7 @@ from rclpy.action import ActionClient
 from rclpy.node import Node
 
 from edge_offload.tensor_blob import to_tensor_blob
-from edge_offload.testing import (
+from edge_offload_testing import (
     edge_server_node_command,
     free_tcp_port,
     make_test_keys,

@@ -24,7 +24,7 @@ from edge_offload.errors import (
 )
 from edge_offload.modes.base import ServerCall, ServerMode, ServerReply
 from edge_offload.server import EdgeServer, ServerConfig
-from edge_offload.testing import make_test_keys
+from edge_offload_testing import make_test_keys
 
 WAIT_S = 10.0
 

@@ -33,7 +33,7 @@ import zmq
 from edge_offload import protocol
 from edge_offload.client import ClientConfig, ConnectionState, EdgeClient
 from edge_offload.keys import generate_key_pair
-from edge_offload.testing import HeadlessServer, make_test_keys
+from edge_offload_testing import HeadlessServer, make_test_keys
 
 pytestmark = pytest.mark.timeout(240)
 

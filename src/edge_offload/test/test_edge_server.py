@@ -23,7 +23,7 @@ from edge_offload.errors import (
 from edge_offload.keys import KeyFileError
 from edge_offload.models import load_model
 from edge_offload.server import ServerConfig
-from edge_offload.testing import edge_client_for, loopback_edge_server, make_test_keys
+from edge_offload_testing import edge_client_for, loopback_edge_server, make_test_keys
 
 IMAGE = {'image': torch.rand(1, 3, 64, 64, generator=torch.Generator().manual_seed(0))}
 

@@ -18,7 +18,7 @@ from rclpy.parameter import Parameter
 from edge_offload.client import ClientConfig, EdgeClient
 from edge_offload.edge_server_node import EdgeServerNode
 from edge_offload.server import EdgeServer
-from edge_offload.testing import make_test_keys, spin_until
+from edge_offload_testing import make_test_keys, spin_until
 
 
 def test_a_dead_serving_loop_is_reported_and_restarted(ros_context, tmp_path, monkeypatch):

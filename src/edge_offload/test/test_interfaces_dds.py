@@ -10,7 +10,7 @@ from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 
 from edge_offload.tensor_blob import from_tensor_blob, to_tensor_blob
-from edge_offload.testing import spin_until, wait_for_publishers, wait_for_subscribers
+from edge_offload_testing import spin_until, wait_for_publishers, wait_for_subscribers
 from offload_interfaces.msg import Keypoint2D, LinkState, Person, PersonArray, TensorBlob
 
 FIXTURES = Path(__file__).parent / 'fixtures'

@@ -23,7 +23,7 @@ from edge_offload.link_monitor import (
     LinkEstimator,
 )
 from edge_offload.server import EdgeServer, ServerConfig
-from edge_offload.testing import make_test_keys
+from edge_offload_testing import make_test_keys
 
 
 def test_empty_estimator_reports_unknown():

@@ -12,7 +12,7 @@ from rclpy.action import ActionClient
 from rclpy.node import Node
 
 from edge_offload.tensor_blob import from_tensor_blob, to_tensor_blob
-from edge_offload.testing import prime_action_client, spin_until
+from edge_offload_testing import prime_action_client, spin_until
 from offload_interfaces.action import Offload
 
 FIXTURES = Path(__file__).parent / 'fixtures'

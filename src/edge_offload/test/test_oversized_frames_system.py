@@ -32,7 +32,7 @@ from sensor_msgs.msg import Image
 
 from edge_offload.assets import asset_path
 from edge_offload.image_convert import cv2_to_imgmsg
-from edge_offload.testing import (
+from edge_offload_testing import (
     edge_server_node_command,
     free_tcp_port,
     make_test_keys,

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from edge_offload import protocol
-from edge_offload.testing.protocol_fuzz import KNOWN_CRASHERS, SEED_WEIGHTS, ProtocolFuzzer
+from edge_offload_testing.protocol_fuzz import KNOWN_CRASHERS, SEED_WEIGHTS, ProtocolFuzzer
 
 
 @pytest.mark.parametrize('dtype', list(protocol.TORCH_DTYPES.values()))

@@ -6,8 +6,8 @@ import subprocess
 import sys
 import textwrap
 
-from edge_offload.testing import reserve_domain_id
-from edge_offload.testing.ros_domain import FIRST_TEST_DOMAIN_ID, LAST_TEST_DOMAIN_ID
+from edge_offload_testing import reserve_domain_id
+from edge_offload_testing.ros_domain import FIRST_TEST_DOMAIN_ID, LAST_TEST_DOMAIN_ID
 
 
 def test_nested_reservations_get_distinct_ids_in_range():
@@ -21,7 +21,7 @@ def test_another_process_cannot_take_a_held_id():
     probe = textwrap.dedent(
         """
         import fcntl, os, sys
-        from edge_offload.testing.ros_domain import _LOCK_DIR
+        from edge_offload_testing.ros_domain import _LOCK_DIR
         fd = os.open(_LOCK_DIR / f'{sys.argv[1]}.lock', os.O_RDWR)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

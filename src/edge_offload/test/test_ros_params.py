@@ -9,7 +9,7 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 
 from edge_offload.ros_params import ParamSpec, declare_parameters, parameter_values
-from edge_offload.testing import reserve_domain_id
+from edge_offload_testing import reserve_domain_id
 
 SPECS = [
     ParamSpec('paths', [], 'A string array that is empty unless set.'),

@@ -19,7 +19,7 @@ from edge_offload.client import ClientConfig, EdgeClient
 from edge_offload.errors import ErrorCode, ServerRejectedError, ServerUnavailableError
 from edge_offload.modes.base import ServerCall, ServerMode, ServerReply
 from edge_offload.server import EdgeServer, ServerConfig
-from edge_offload.testing import make_test_keys
+from edge_offload_testing import make_test_keys
 
 WAIT_S = 10.0
 Deferred = tuple[ServerCall, concurrent.futures.Future]

@@ -5,7 +5,7 @@
 The server runs headless in its own process (CURVE on loopback, a 1 MB message limit).
 An authenticated robot (the strongest attacker short of a stolen server key: its frames
 reach the protocol decoder and the modes) sends the structure-aware mutation fuzzer's
-messages (``edge_offload.testing.protocol_fuzz``) while a well-behaved robot with another
+messages (``edge_offload_testing.protocol_fuzz``) while a well-behaved robot with another
 key calls ``tiny_cnn`` beside it and must get the same answer, bit for bit, every time;
 an unauthenticated peer writes raw bytes to the TCP port. The server must stay alive, keep
 answering, never need its last-resort exception handler, and hold its resident memory
@@ -24,8 +24,8 @@ from hypothesis import strategies as st
 
 from edge_offload import protocol
 from edge_offload.client import ClientConfig, EdgeClient
-from edge_offload.testing import authorize_robot, make_test_keys, start_headless_server
-from edge_offload.testing.protocol_fuzz import (
+from edge_offload_testing import authorize_robot, make_test_keys, start_headless_server
+from edge_offload_testing.protocol_fuzz import (
     KNOWN_CRASHERS,
     FuzzSender,
     GoodClient,

@@ -23,7 +23,7 @@ from edge_offload.errors import ServerRejectedError, ServerUnavailableError
 from edge_offload.keys import load_public_key, load_secret_key_pair
 from edge_offload.modes.base import ServerCall, ServerMode, ServerReply
 from edge_offload.server import EdgeServer
-from edge_offload.testing import (
+from edge_offload_testing import (
     authorize_robot,
     edge_client_for,
     loopback_edge_server,

@@ -18,7 +18,7 @@ import time
 import torch
 
 from edge_offload.client import ClientConfig, EdgeClient
-from edge_offload.testing import make_test_keys, start_headless_server
+from edge_offload_testing import make_test_keys, start_headless_server
 
 IDLE_CONNECTIONS = 3000
 

@@ -1,10 +1,10 @@
 # Copyright 2026 The edge_offload authors
 # SPDX-License-Identifier: Apache-2.0
-"""edge_offload is installed with its pytest plugin registered."""
+"""edge_offload is installed; the test fixtures are the workspace's, not the environment's."""
 
 from importlib.metadata import entry_points
 
-from edge_offload.testing import installed_package_manifest
+from edge_offload_testing import installed_package_manifest
 
 
 def test_package_is_importable_and_indexed():
@@ -12,6 +12,12 @@ def test_package_is_importable_and_indexed():
     assert 'offload_interfaces' in {dependency.name for dependency in manifest.exec_depends}
 
 
-def test_fixture_plugin_is_registered_for_every_pytest_run():
+def test_fixture_plugin_is_not_registered_for_every_pytest_run():
+    # A global pytest11 plugin would import rclpy into every pytest run in the venv.
     plugins = {entry.value for entry in entry_points(group='pytest11')}
-    assert 'edge_offload.testing.pytest_plugin' in plugins
+    assert not any(plugin.startswith('edge_offload') for plugin in plugins)
+
+
+def test_testing_package_is_installed_and_indexed():
+    manifest = installed_package_manifest('edge_offload_testing')
+    assert 'edge_offload' in {dependency.name for dependency in manifest.exec_depends}

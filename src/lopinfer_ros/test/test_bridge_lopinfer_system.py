@@ -22,7 +22,7 @@ from rclpy.node import Node
 
 from edge_offload.models import load_model
 from edge_offload.tensor_blob import from_tensor_blob, to_tensor_blob
-from edge_offload.testing import (
+from edge_offload_testing import (
     edge_server_node_command,
     free_tcp_port,
     make_test_keys,

@@ -13,6 +13,8 @@ float32 rounding relative to the output's scale, and classifiers must keep their
 from __future__ import annotations
 
 import random
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -25,7 +27,11 @@ from lopinfer_ros.plan_table import build_table
 from lopinfer_ros.problem import LinkModel
 from lopinfer_ros.profiler import build_problem, profile_graph
 from lopinfer_ros.schedule import run_split_locally
-from lopinfer_ros.testing import random_plan
+
+# The test folder is not a package: the helpers sit beside this file.
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from plan_fixtures import random_plan  # noqa: E402
 
 torch.set_num_threads(1)
 MODELS = ['kapao_s_net', 'vgg19', 'resnet152', 'densenet121', 'convnext_tiny', 'mobilenet_v2']

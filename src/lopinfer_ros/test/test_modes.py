@@ -11,7 +11,7 @@ from edge_offload.api import Offloader, OffloaderConfig
 from edge_offload.client import ClientConfig
 from edge_offload.models import load_model
 from edge_offload.server import EdgeServer, ServerConfig
-from edge_offload.testing import make_test_keys
+from edge_offload_testing import make_test_keys
 from lopinfer_ros.graph import capture
 from lopinfer_ros.locality import analyse
 from lopinfer_ros.modes import LopInferMode, LopInferServerMode, make_plan_table

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import itertools
 import random
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -30,8 +32,12 @@ from lopinfer_ros.problem import (
     Plan,
     PlanProblem,
 )
-from lopinfer_ros.simulator import check_plan, simulate, synthetic_problem
-from lopinfer_ros.testing import Builder, conv, ident
+from lopinfer_ros.simulator import check_plan, simulate
+
+# The test folder is not a package: the helpers sit beside this file.
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from plan_fixtures import Builder, conv, ident, synthetic_problem  # noqa: E402
 
 MS = 1e-3
 # Small budgets: the tests check properties, not how far a long search gets.

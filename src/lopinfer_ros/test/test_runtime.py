@@ -3,8 +3,10 @@
 """Both sides' runners in threads, joined by in-memory senders and mailboxes."""
 
 import random
+import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -15,7 +17,11 @@ from lopinfer_ros.locality import analyse
 from lopinfer_ros.problem import Plan
 from lopinfer_ros.runtime import LopAbortedError, Mailbox, Sender, SideRunner, expected_receives
 from lopinfer_ros.schedule import ROBOT, SERVER, make_schedule
-from lopinfer_ros.testing import random_plan
+
+# The test folder is not a package: the helpers sit beside this file.
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from plan_fixtures import random_plan  # noqa: E402
 
 
 def _net():

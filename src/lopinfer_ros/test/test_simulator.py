@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import math
 import random
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -26,9 +28,12 @@ from lopinfer_ros.simulator import (
     _cost_table,
     compile_problem,
     simulate,
-    synthetic_problem,
 )
-from lopinfer_ros.testing import Builder, conv, ident
+
+# The test folder is not a package: the helpers sit beside this file.
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from plan_fixtures import Builder, conv, ident, synthetic_problem  # noqa: E402
 
 MS = 1e-3
 

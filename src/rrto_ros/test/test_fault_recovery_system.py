@@ -52,7 +52,7 @@ from fault_timeline import (  # noqa: E402
     runs,
 )
 
-from edge_offload.testing import free_tcp_port, make_test_keys  # noqa: E402
+from edge_offload_testing import free_tcp_port, make_test_keys  # noqa: E402
 
 FIRST_ANSWER_LIMIT_S = 1.0  # from the fault to the robot's first local answer
 RESUME_LIMIT_S = 2.0  # from the server being able to answer to steady offloading
@@ -413,7 +413,7 @@ def test_a_lost_connection_ends_the_session_before_the_next_request(keys, mode):
 
     from edge_offload.api import Offloader, OffloaderConfig
     from edge_offload.client import ClientConfig, ConnectionState
-    from edge_offload.testing import loopback_edge_server
+    from edge_offload_testing import loopback_edge_server
 
     endpoint = f'tcp://127.0.0.1:{free_tcp_port()}'
     client = ClientConfig(

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from edge_offload.testing import HeadlessServer, free_tcp_port, make_test_keys
+from edge_offload_testing import HeadlessServer, free_tcp_port, make_test_keys
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 

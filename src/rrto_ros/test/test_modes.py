@@ -17,7 +17,7 @@ from edge_offload.api import Offloader, OffloaderConfig
 from edge_offload.client import ClientConfig
 from edge_offload.models import load_model
 from edge_offload.server import EdgeServer, ServerConfig
-from edge_offload.testing import make_test_keys
+from edge_offload_testing import make_test_keys
 
 torch.set_num_threads(1)
 

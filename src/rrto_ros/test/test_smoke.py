@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """The rrto_ros package is built, installed and registered in the ament index."""
 
-from edge_offload.testing import installed_package_manifest
+from edge_offload_testing import installed_package_manifest
 
 
 def test_package_is_importable_and_indexed():

@@ -1,32 +1,41 @@
 # Copyright 2026 The edge_offload authors
 # SPDX-License-Identifier: Apache-2.0
-"""Helpers for tests that run real ROS 2 graphs: isolated domains and graph waits."""
+"""The test harness of the workspace: isolated ROS domains, graph waits, keys and servers.
 
-from edge_offload.testing.graph_wait import (
+Tests import it; runtime code never does. Its pytest fixtures (``pytest_plugin``) are
+loaded by this workspace's pytest configuration (``-p edge_offload_testing.pytest_plugin``
+in the root ``pyproject.toml`` and in each package's ``setup.cfg`` for ``colcon test``), not
+registered for every pytest run in the environment. The runtime helpers it re-exports
+(process groups, node command lines, graph waits) live in ``edge_offload``.
+"""
+
+from edge_offload.graph_wait import (
     prime_action_client,
     spin_until,
     wait_for_bridge_connection,
     wait_for_publishers,
     wait_for_subscribers,
 )
-from edge_offload.testing.offload import (
+from edge_offload.node_processes import (
+    ProcessGroup,
+    edge_server_node_command,
+    free_tcp_port,
+    node_command,
+    offload_bridge_node_command,
+)
+from edge_offload_testing.offload import (
     HeadlessServer,
     KeySet,
     authorize_robot,
     edge_client_for,
-    edge_server_node_command,
-    free_tcp_port,
     loopback_edge_server,
     make_test_keys,
-    node_command,
-    offload_bridge_node_command,
     resident_memory_bytes,
     start_headless_server,
     start_link_emulator_process,
 )
-from edge_offload.testing.packages import installed_package_manifest
-from edge_offload.testing.processes import ProcessGroup
-from edge_offload.testing.ros_domain import reserve_domain_id
+from edge_offload_testing.packages import installed_package_manifest
+from edge_offload_testing.ros_domain import reserve_domain_id
 
 __all__ = [
     'HeadlessServer',

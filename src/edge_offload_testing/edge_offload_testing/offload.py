@@ -1,6 +1,6 @@
 # Copyright 2026 The edge_offload authors
 # SPDX-License-Identifier: Apache-2.0
-"""Helpers for tests of the offload substrate: keys, free ports, process memory."""
+"""Helpers for tests of the offload substrate: keys, in-process servers, process memory."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import collections
 import re
 import resource
 import select
-import socket
 import subprocess
 import sys
 import threading
@@ -82,65 +81,12 @@ def edge_client_for(
     return EdgeClient(ClientConfig(**values))
 
 
-def free_tcp_port() -> int:
-    """Return a TCP port on 127.0.0.1 that was free a moment ago."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(('127.0.0.1', 0))
-        return probe.getsockname()[1]
-
-
 def resident_memory_bytes(pid: int) -> int:
     """Return the resident set size of process ``pid`` (Linux /proc)."""
     for line in Path(f'/proc/{pid}/status').read_text().splitlines():
         if line.startswith('VmRSS:'):
             return int(line.split()[1]) * 1024
     raise RuntimeError(f'no VmRSS for process {pid}')
-
-
-def node_command(module: str, **parameters: object) -> list[str]:
-    """Return ``python -m module --ros-args -p name:=value ...`` for a node's module."""
-    return [sys.executable, '-m', module, *_ros_parameters(parameters)]
-
-
-def _ros_parameters(parameters: dict[str, object]) -> list[str]:
-    arguments = ['--ros-args']
-    for name, value in parameters.items():
-        if isinstance(value, list | tuple):
-            value = '[' + ','.join(str(item) for item in value) + ']'
-        elif isinstance(value, bool):
-            value = str(value).lower()
-        arguments += ['-p', f'{name}:={value}']
-    return arguments
-
-
-def edge_server_node_command(
-    port: int, keys: KeySet, models: list[str], **parameters
-) -> list[str]:
-    """Return the command line of an autostarting ``edge_server`` node on ``port``."""
-    values = {
-        'autostart': True,
-        'endpoint': f'tcp://127.0.0.1:{port}',
-        'secret_key_file': keys.server_secret,
-        'authorized_clients_dir': keys.authorized_clients_dir,
-        'models': models,
-        **parameters,
-    }
-    return node_command('edge_offload.edge_server_node', **values)
-
-
-def offload_bridge_node_command(
-    port: int, keys: KeySet, models: list[str], **parameters
-) -> list[str]:
-    """Return the command line of an autostarting ``offload_bridge`` node for ``port``."""
-    values = {
-        'autostart': True,
-        'server_endpoint': f'tcp://127.0.0.1:{port}',
-        'secret_key_file': keys.robot_secret,
-        'server_public_key_file': keys.server_public,
-        'models': models,
-        **parameters,
-    }
-    return node_command('edge_offload.offload_bridge_node', **values)
 
 
 def start_headless_server(

@@ -17,8 +17,8 @@ import pytest
 from rclpy.context import Context
 from rclpy.executors import SingleThreadedExecutor
 
-from edge_offload.testing.processes import ProcessGroup
-from edge_offload.testing.ros_domain import reserve_domain_id
+from edge_offload.node_processes import ProcessGroup
+from edge_offload_testing.ros_domain import reserve_domain_id
 
 
 @pytest.fixture

@@ -44,7 +44,7 @@ from edge_offload import protocol
 from edge_offload.client import ClientConfig, EdgeClient
 from edge_offload.errors import OffloadError
 from edge_offload.keys import load_public_key, load_secret_key_pair
-from edge_offload.testing.offload import resident_memory_bytes
+from edge_offload_testing.offload import resident_memory_bytes
 
 # tiny_cnn's input (edge_offload.models.tiny_cnn): image [N, 3, 64, 64] float32.
 IMAGE_SHAPE = (1, 3, 64, 64)
