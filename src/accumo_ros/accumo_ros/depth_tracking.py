@@ -44,8 +44,9 @@ import cv2
 import numpy as np
 from scipy import ndimage
 
-from accumo_ros.geometry import T_BODY_OPTICAL, Intrinsics, invert_poses
+from accumo_ros.geometry import T_BODY_OPTICAL, invert_poses
 from accumo_ros.metrics import depth_errors
+from edge_offload.camera_model import PinholeCamera
 
 # The release's accuracy-model settings (§2.4 [R]).
 DEFAULT_MIN_STRIDE = 6
@@ -170,7 +171,7 @@ def _fill_nearest(winner: np.ndarray, height: int, width: int) -> tuple[np.ndarr
 
 
 @lru_cache(maxsize=8)
-def _pixel_rays(intrinsics: Intrinsics) -> np.ndarray:
+def _pixel_rays(intrinsics: PinholeCamera) -> np.ndarray:
     """Return ``intrinsics.pixel_rays()`` flattened to (H*W, 3), cached and read-only."""
     # Building the ray grid costs about as much as the splat itself; a tracker warps with
     # the same camera every frame.
@@ -179,7 +180,7 @@ def _pixel_rays(intrinsics: Intrinsics) -> np.ndarray:
     return rays
 
 
-def _check_depth(depth: np.ndarray, intrinsics: Intrinsics, name: str) -> np.ndarray:
+def _check_depth(depth: np.ndarray, intrinsics: PinholeCamera, name: str) -> np.ndarray:
     depth = np.asarray(depth)
     expected = (intrinsics.height, intrinsics.width)
     if depth.shape != expected:
@@ -196,7 +197,7 @@ def _check_pose(pose: np.ndarray) -> np.ndarray:
     return pose
 
 
-def forward_warp(depth_1: np.ndarray, intrinsics: Intrinsics, T_2_1: np.ndarray) -> ForwardWarp:  # noqa: N803
+def forward_warp(depth_1: np.ndarray, intrinsics: PinholeCamera, T_2_1: np.ndarray) -> ForwardWarp:  # noqa: N803
     """Warp the depth map of frame 1 into frame 2 and keep the pixel correspondence.
 
     ``depth_1`` (H, W) is metric optical z (pixels that are not finite and positive are
@@ -230,7 +231,7 @@ def forward_warp(depth_1: np.ndarray, intrinsics: Intrinsics, T_2_1: np.ndarray)
 
 def warp_depth(
     depth: np.ndarray,
-    intrinsics: Intrinsics,
+    intrinsics: PinholeCamera,
     T_2_1: np.ndarray,  # noqa: N803
     *,
     return_holes: bool = False,
@@ -251,7 +252,7 @@ def warp_depth(
 def warp_image(
     image: np.ndarray,
     depth_1: np.ndarray,
-    intrinsics: Intrinsics,
+    intrinsics: PinholeCamera,
     T_2_1: np.ndarray,  # noqa: N803
     *,
     return_holes: bool = False,
@@ -360,7 +361,7 @@ def estimate_tracker_error(
     rgb_1: np.ndarray,
     depth_1: np.ndarray,
     rgb_2: np.ndarray,
-    intrinsics: Intrinsics,
+    intrinsics: PinholeCamera,
     T_2_1: np.ndarray,  # noqa: N803
     stride: int,
     *,
@@ -415,7 +416,7 @@ class DepthTrackerAccuracyModel:
     One DIS instance (``preset``) is reused across calls, so an instance is not thread-safe.
     """
 
-    intrinsics: Intrinsics
+    intrinsics: PinholeCamera
     min_stride: int = DEFAULT_MIN_STRIDE
     initial_drop_rate: float = DEFAULT_INITIAL_DROP_RATE
     preset: int = cv2.DISOPTICAL_FLOW_PRESET_MEDIUM

@@ -56,6 +56,7 @@ from accumo_ros.sequence_bag import (
     read_sequence_bag,
 )
 from edge_offload.graph_wait import spin_until, wait_for_bridge_connection
+from edge_offload.image_convert import imgmsg_to_cv2
 from edge_offload.link_emulator import LinkEmulator, LinkEmulatorConfig
 from edge_offload.node_processes import (
     ProcessGroup,
@@ -65,6 +66,7 @@ from edge_offload.node_processes import (
     node_command,
     offload_bridge_node_command,
 )
+from edge_offload.stamps import stamp_ns
 from offload_interfaces.msg import LinkState, TaskDecision
 
 MODELS = ['accumo_depth', 'accumo_odometry', 'accumo_depth_odometry']
@@ -115,7 +117,7 @@ class _Recorder:
         return 0.0 if self.start is None else time.monotonic() - self.start
 
     def _frame(self, stamp) -> int | None:  # noqa: ANN001 - builtin_interfaces/Time
-        t = (stamp.sec * 10**9 + stamp.nanosec - BAG_START_NS) / 1e9
+        t = (stamp_ns(stamp) - BAG_START_NS) / 1e9
         times = self.sequence.frame_times
         index = int(np.clip(np.searchsorted(times, t), 0, len(times) - 1))
         for candidate in (index - 1, index):
@@ -141,9 +143,7 @@ class _Recorder:
         frame = self._frame(message.header.stamp)
         if frame is None or message.encoding != '32FC1':
             return
-        depth = np.frombuffer(bytes(message.data), np.float32).reshape(
-            message.height, message.width
-        )
+        depth = imgmsg_to_cv2(message)
         error = abs_rel(depth, self.sequence.depth[frame])
         self.record.depth.append({'t': self.now(), 'frame': frame, 'abs_rel': error})
 

@@ -16,8 +16,6 @@ Conventions (REP 103 / REP 105):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 from scipy.spatial.transform import Rotation
 
@@ -99,71 +97,6 @@ def quaternions_xyzw(rotations: np.ndarray) -> np.ndarray:
 def rotations_from_xyzw(quaternions: np.ndarray) -> np.ndarray:
     """Rotation matrices (N, 3, 3) of quaternions (N, 4) in ROS order (x, y, z, w)."""
     return Rotation.from_quat(quaternions).as_matrix()
-
-
-@dataclass(frozen=True)
-class Intrinsics:
-    """A pinhole camera without distortion (``sensor_msgs/CameraInfo`` ``plumb_bob``, D=0)."""
-
-    fx: float
-    fy: float
-    cx: float
-    cy: float
-    width: int
-    height: int
-
-    @classmethod
-    def from_fov(cls, width: int, height: int, horizontal_fov_deg: float) -> Intrinsics:
-        """Square pixels, principal point at the image centre, the given horizontal FOV."""
-        focal = 0.5 * width / np.tan(np.radians(horizontal_fov_deg) / 2.0)
-        return cls(focal, focal, (width - 1) / 2.0, (height - 1) / 2.0, width, height)
-
-    @classmethod
-    def from_k(cls, k: np.ndarray | list[float], width: int, height: int) -> Intrinsics:
-        """Read a row-major 3×3 K (as in ``CameraInfo.k``)."""
-        k = np.asarray(k, dtype=np.float64).reshape(3, 3)
-        return cls(float(k[0, 0]), float(k[1, 1]), float(k[0, 2]), float(k[1, 2]), width, height)
-
-    @property
-    def matrix(self) -> np.ndarray:
-        """The 3×3 camera matrix K."""
-        return np.array([[self.fx, 0.0, self.cx], [0.0, self.fy, self.cy], [0.0, 0.0, 1.0]])
-
-    def scaled(self, width: int, height: int) -> Intrinsics:
-        """Return the same camera resampled to ``width``×``height`` (pixel centres)."""
-        sx, sy = width / self.width, height / self.height
-        return Intrinsics(
-            self.fx * sx,
-            self.fy * sy,
-            (self.cx + 0.5) * sx - 0.5,
-            (self.cy + 0.5) * sy - 0.5,
-            width,
-            height,
-        )
-
-    def pixel_rays(self) -> np.ndarray:
-        """Ray directions (H, W, 3) in the optical frame with z = 1, one per pixel centre."""
-        u, v = np.meshgrid(np.arange(self.width), np.arange(self.height))
-        return np.stack(
-            [(u - self.cx) / self.fx, (v - self.cy) / self.fy, np.ones(u.shape)], axis=-1
-        )
-
-
-def back_project(depth: np.ndarray, intrinsics: Intrinsics) -> np.ndarray:
-    """Points (H, W, 3) in the optical frame from a metric z-depth map (H, W)."""
-    return intrinsics.pixel_rays() * depth[..., None]
-
-
-def project(points: np.ndarray, intrinsics: Intrinsics) -> tuple[np.ndarray, np.ndarray]:
-    """Pixel coordinates (..., 2) and z (...) of optical-frame points (..., 3).
-
-    Points with z <= 0 get NaN pixel coordinates.
-    """
-    z = points[..., 2]
-    with np.errstate(divide='ignore', invalid='ignore'):
-        u = np.where(z > 0, intrinsics.fx * points[..., 0] / z + intrinsics.cx, np.nan)
-        v = np.where(z > 0, intrinsics.fy * points[..., 1] / z + intrinsics.cy, np.nan)
-    return np.stack([u, v], axis=-1), z
 
 
 def transform_points(pose: np.ndarray, points: np.ndarray) -> np.ndarray:

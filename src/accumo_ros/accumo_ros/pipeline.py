@@ -46,7 +46,6 @@ from accumo_ros.depth_tracking import (
     select_local_depth,
     warp_depth,
 )
-from accumo_ros.geometry import Intrinsics
 from accumo_ros.imu import ImuNoise
 from accumo_ros.imu_filter import DelayedPoseFusion, ErrorStateKalmanFilter
 from accumo_ros.mpc import AccuracyEstimate
@@ -57,6 +56,7 @@ from accumo_ros.odometry_model import (
 )
 from accumo_ros.offload_policies import MpcPolicy, OffloadPolicy
 from accumo_ros.visual_odometry import KeyframePolicy
+from edge_offload.camera_model import PinholeCamera
 
 DEPTH = 0
 ODOMETRY = 1
@@ -181,7 +181,7 @@ class AccumoPipeline:
 
     def __init__(
         self,
-        intrinsics: Intrinsics,
+        intrinsics: PinholeCamera,
         policy: OffloadPolicy,
         lite_depth: LiteDepth,
         odometry_model: OdometryAccuracyModel | OdometryModelSet,

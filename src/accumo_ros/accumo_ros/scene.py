@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.ndimage import gaussian_filter
 
-from accumo_ros.geometry import R_BODY_OPTICAL, Intrinsics
+from accumo_ros.geometry import R_BODY_OPTICAL
+from edge_offload.camera_model import PinholeCamera
 
 TEXTURE_SIZE = 256
 SUN_DIRECTION = np.array([0.45, 0.3, 0.84]) / np.linalg.norm([0.45, 0.3, 0.84])
@@ -109,7 +110,7 @@ class RenderedFrame:
 class Renderer:
     """Ray-cast a :class:`Scene` through a pinhole camera mounted at the body origin."""
 
-    def __init__(self, scene: Scene, intrinsics: Intrinsics) -> None:
+    def __init__(self, scene: Scene, intrinsics: PinholeCamera) -> None:
         self.scene = scene
         self.intrinsics = intrinsics
         rays = intrinsics.pixel_rays().reshape(-1, 3)

@@ -31,10 +31,10 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-from builtin_interfaces.msg import Duration
 from geometry_msgs.msg import TransformStamped
 from nav_msgs.msg import Odometry
 from rclpy.action import ActionClient
+from rclpy.duration import Duration
 from rclpy.exceptions import ParameterException
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
@@ -42,7 +42,6 @@ from scipy.spatial.transform import Rotation
 from sensor_msgs.msg import CameraInfo, Image, Imu
 
 from accumo_ros.depth_nets import load_depth_net
-from accumo_ros.geometry import Intrinsics
 from accumo_ros.mpc import MpcScheduler, TaskSpec, weighted_sum
 from accumo_ros.odometry_model import OdometryModelSet
 from accumo_ros.offload_latency import OffloadLatencyEstimator, OffloadSample
@@ -57,10 +56,12 @@ from accumo_ros.pipeline import (
     Decision,
     PipelineConfig,
 )
+from edge_offload.camera_model import PinholeCamera
 from edge_offload.image_convert import ImageFormatError, cv2_to_imgmsg, imgmsg_to_cv2
 from edge_offload.ros_node_main import run_node
 from edge_offload.ros_params import ParamSpec, declare_parameters, parameter_values
 from edge_offload.sensor_qos import RELIABLE_SENSOR_QOS_DESCRIPTION, sensor_qos
+from edge_offload.stamps import stamp_seconds
 from edge_offload.tensor_blob import TensorBlobError, from_tensor_blob, to_tensor_blob
 from offload_interfaces.action import Offload
 from offload_interfaces.msg import LinkState, TaskDecision
@@ -143,10 +144,6 @@ class _Result:
     server_s: float = 0.0
 
 
-def _stamp_seconds(stamp) -> float:  # noqa: ANN001 - builtin_interfaces/Time
-    return stamp.sec + stamp.nanosec * 1e-9
-
-
 class AccumoSchedulerNode(Node):
     """Run AccuMO's depth and odometry tasks on camera and IMU, offloading via the bridge."""
 
@@ -178,7 +175,7 @@ class AccumoSchedulerNode(Node):
         self._odometry_models = OdometryModelSet.load(config['odometry_models'] or None)
         self._latencies = OffloadLatencyEstimator(self._latency_defaults, config['fps'])
         self._pipeline: AccumoPipeline | None = None  # built on the first camera_info
-        self._intrinsics: Intrinsics | None = None
+        self._intrinsics: PinholeCamera | None = None
 
         self._frames: collections.deque[Image] = collections.deque(
             maxlen=config['frame_queue_size']
@@ -226,7 +223,7 @@ class AccumoSchedulerNode(Node):
 
     def _on_camera_info(self, message: CameraInfo) -> None:
         if self._intrinsics is None and message.width > 0 and message.k[0] > 0:
-            self._intrinsics = Intrinsics.from_k(message.k, message.width, message.height)
+            self._intrinsics = PinholeCamera.from_k(message.k, message.width, message.height)
             self._wake.set()
 
     def _on_image(self, message: Image) -> None:
@@ -237,7 +234,7 @@ class AccumoSchedulerNode(Node):
         self._wake.set()
 
     def _on_imu(self, message: Imu) -> None:
-        t = _stamp_seconds(message.header.stamp)
+        t = stamp_seconds(message.header.stamp)
         gyro = np.array(
             [message.angular_velocity.x, message.angular_velocity.y, message.angular_velocity.z]
         )
@@ -325,7 +322,7 @@ class AccumoSchedulerNode(Node):
             )
             return
         pipeline = self._ensure_pipeline()
-        frame_time = _stamp_seconds(image.header.stamp)
+        frame_time = stamp_seconds(image.header.stamp)
         self._feed_imu(pipeline, frame_time)
         self._apply_results(pipeline)
         frame = self._frame_index
@@ -386,7 +383,7 @@ class AccumoSchedulerNode(Node):
         goal.header = image.header
         goal.mode = self._config['offload_mode']
         deadline = self._config['deadline_s']
-        goal.deadline = Duration(sec=int(deadline), nanosec=int((deadline % 1.0) * 1e9))
+        goal.deadline = Duration(seconds=deadline).to_msg()
         if ODOMETRY in tasks:
             _, _, first_rgb = pipeline.odometry_pair(frame)
             intrinsics = self._intrinsics

@@ -25,10 +25,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from accumo_ros.geometry import Intrinsics
 from accumo_ros.imu import ImuNoise, ImuSeries, simulate_imu
 from accumo_ros.scene import Box, RenderedFrame, Renderer, Scene, make_texture_bank
 from accumo_ros.trajectory import Sinusoid, Trajectory, TrajectoryConfig
+from edge_offload.camera_model import PinholeCamera
 
 DYNAMIC_LEVELS = ('low', 'high')
 ANGULAR_LEVELS = ('low', 'high')
@@ -81,9 +81,9 @@ class SequenceConfig:
         return int(round(self.duration_s * self.fps))
 
     @property
-    def intrinsics(self) -> Intrinsics:
+    def intrinsics(self) -> PinholeCamera:
         """The camera."""
-        return Intrinsics.from_fov(self.width, self.height, self.horizontal_fov_deg)
+        return PinholeCamera.from_fov(self.width, self.height, self.horizontal_fov_deg)
 
 
 @dataclass(frozen=True)

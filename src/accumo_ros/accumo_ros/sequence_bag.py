@@ -37,14 +37,11 @@ from rosbags.rosbag2 import Reader, StoragePlugin, Writer
 from rosbags.rosbag2.enums import CompressionFormat, CompressionMode
 from rosbags.typesys import Stores, get_typestore
 
-from accumo_ros.geometry import (
-    T_BODY_OPTICAL,
-    Intrinsics,
-    make_poses,
-    quaternions_xyzw,
-    rotations_from_xyzw,
-)
+from accumo_ros.geometry import T_BODY_OPTICAL, make_poses, quaternions_xyzw, rotations_from_xyzw
 from accumo_ros.sequence import SequenceConfig, SyntheticSequence
+from edge_offload.camera_model import PinholeCamera
+from edge_offload.image_convert import ImageFormatError, image_fields, imgmsg_to_cv2
+from edge_offload.stamps import stamp_ns
 
 TYPESTORE = get_typestore(Stores.ROS2_KILTED)
 BAG_START_NS = 1_700_000_000_000_000_000
@@ -90,21 +87,21 @@ def _quaternion(rotation: np.ndarray):  # noqa: ANN202
     return TYPESTORE.types['geometry_msgs/msg/Quaternion'](x=x, y=y, z=z, w=w)
 
 
+def _pixels(message: object, topic: str) -> np.ndarray:
+    try:
+        return imgmsg_to_cv2(message)
+    except ImageFormatError as error:
+        raise SequenceBagError(f'{topic}: {error}') from None
+
+
 def _image(seconds: float, pixels: np.ndarray, encoding: str):  # noqa: ANN202
-    height, width = pixels.shape[:2]
-    data = np.ascontiguousarray(pixels).reshape(-1).view(np.uint8)
-    return TYPESTORE.types[_IMAGE](
-        header=_header(seconds, OPTICAL_FRAME),
-        height=height,
-        width=width,
-        encoding=encoding,
-        is_bigendian=0,
-        step=data.size // height,
-        data=data,
-    )
+    fields = image_fields(pixels, encoding)
+    # rosbags holds uint8[] fields as NumPy arrays.
+    fields['data'] = np.frombuffer(fields['data'], np.uint8)
+    return TYPESTORE.types[_IMAGE](header=_header(seconds, OPTICAL_FRAME), **fields)
 
 
-def _camera_info(seconds: float, intrinsics: Intrinsics):  # noqa: ANN202
+def _camera_info(seconds: float, intrinsics: PinholeCamera):  # noqa: ANN202
     k = intrinsics.matrix
     projection = np.zeros((3, 4))
     projection[:, :3] = k
@@ -306,7 +303,7 @@ class LoadedSequence:
     """A sequence bag in memory (frames optionally subsampled)."""
 
     metadata: dict[str, str]
-    intrinsics: Intrinsics
+    intrinsics: PinholeCamera
     frame_times: np.ndarray  # (N,) s since the bag start
     rgb: np.ndarray  # (N, H, W, 3) uint8
     depth: np.ndarray  # (N, H, W) float32 m
@@ -331,7 +328,7 @@ class LoadedSequence:
 
 
 def _seconds(stamp) -> float:  # noqa: ANN001 - a rosbags message class
-    return (stamp.sec * 10**9 + stamp.nanosec - BAG_START_NS) / 1e9
+    return (stamp_ns(stamp) - BAG_START_NS) / 1e9
 
 
 def iter_messages(path: Path | str, topics: set[str]) -> Iterator[tuple[str, object]]:
@@ -374,7 +371,7 @@ def read_sequence_bag(
             if keep:
                 if message.encoding != 'rgb8':
                     raise SequenceBagError(f'{IMAGE_TOPIC}: expected rgb8, got {message.encoding}')
-                rgb.append(message.data.reshape(message.height, message.width, 3))
+                rgb.append(_pixels(message, IMAGE_TOPIC))
                 frame_times.append(_seconds(message.header.stamp))
         elif topic == DEPTH_TOPIC:
             keep = depth_index % every == 0 and (max_frames is None or len(depth) < max_frames)
@@ -384,9 +381,9 @@ def read_sequence_bag(
                     raise SequenceBagError(
                         f'{DEPTH_TOPIC}: expected 32FC1, got {message.encoding}'
                     )
-                depth.append(message.data.view(np.float32).reshape(message.height, message.width))
+                depth.append(_pixels(message, DEPTH_TOPIC))
         elif topic == CAMERA_INFO_TOPIC and intrinsics is None:
-            intrinsics = Intrinsics.from_k(message.k, message.width, message.height)
+            intrinsics = PinholeCamera.from_k(message.k, message.width, message.height)
         elif topic == IMU_TOPIC:
             imu_times.append(_seconds(message.header.stamp))
             gyro.append([message.angular_velocity.x, message.angular_velocity.y,

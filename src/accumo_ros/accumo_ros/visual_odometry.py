@@ -32,7 +32,8 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
-from accumo_ros.geometry import T_BODY_OPTICAL, Intrinsics, invert_poses, make_poses
+from accumo_ros.geometry import T_BODY_OPTICAL, invert_poses, make_poses
+from edge_offload.camera_model import PinholeCamera
 
 
 @dataclass(frozen=True)
@@ -106,7 +107,7 @@ def _grey(image: np.ndarray) -> np.ndarray:
 class FramePairOdometry:
     """Estimate the relative pose of two frames given the depth of the first."""
 
-    def __init__(self, intrinsics: Intrinsics, config: VoConfig | None = None) -> None:
+    def __init__(self, intrinsics: PinholeCamera, config: VoConfig | None = None) -> None:
         self.intrinsics = intrinsics
         self.config = config or VoConfig()
         self._orb = cv2.ORB_create(

@@ -24,8 +24,8 @@ import torch
 from torch import nn
 
 from accumo_ros.depth_nets import load_depth_net
-from accumo_ros.geometry import Intrinsics
 from accumo_ros.visual_odometry import FramePairOdometry
+from edge_offload.camera_model import PinholeCamera
 from edge_offload.models import ModelSpec, TensorSpec
 
 _IMAGE = TensorSpec((1, 3, None, None), torch.uint8)
@@ -63,7 +63,7 @@ class ServerOdometry(nn.Module):
             raise ValueError(f'frame sizes differ: {rgb_1.shape} vs {rgb_2.shape}')
         fx, fy, cx, cy = (float(v) for v in intrinsics)
         height, width = rgb_1.shape[:2]
-        odometry = FramePairOdometry(Intrinsics(fx, fy, cx, cy, width, height))
+        odometry = FramePairOdometry(PinholeCamera(fx, fy, cx, cy, width, height))
         depths = self.net.predict(np.stack([rgb_1, rgb_2]) if self.with_depth else rgb_1)
         depth_1 = depths[0] if self.with_depth else depths
         result = odometry.estimate(rgb_1, rgb_2, depth_1)

@@ -26,9 +26,10 @@ from accumo_ros.depth_tracking import (
     warp_depth,
     warp_image,
 )
-from accumo_ros.geometry import Intrinsics, make_poses, relative_poses
+from accumo_ros.geometry import make_poses, relative_poses
 from accumo_ros.metrics import depth_errors
 from accumo_ros.sequence import SequenceConfig, SyntheticSequence
+from edge_offload.camera_model import PinholeCamera
 
 SMALL = {'duration_s': 4.0, 'width': 208, 'height': 64}
 # low_low seed 2 shows no moving box in its first ~3.5 s (checked in the tests that use it).
@@ -71,7 +72,7 @@ def test_identity_pose_returns_the_input_exactly(static_sequence):
 
 
 def test_fronto_parallel_plane_moved_towards_is_exactly_one_metre_closer():
-    intrinsics = Intrinsics(fx=100.0, fy=100.0, cx=39.5, cy=29.5, width=80, height=60)
+    intrinsics = PinholeCamera(fx=100.0, fy=100.0, cx=39.5, cy=29.5, width=80, height=60)
     plane = np.full((60, 80), 5.0)
     # The camera moves 1 m forward: frame-1 points are 1 m less far in frame 2.
     warped, holes = warp_depth(plane, intrinsics, _translation(z=-1.0), return_holes=True)
@@ -82,7 +83,7 @@ def test_fronto_parallel_plane_moved_towards_is_exactly_one_metre_closer():
 
 
 def test_sideways_translation_shifts_by_whole_pixels_and_fills_the_border():
-    intrinsics = Intrinsics(fx=100.0, fy=100.0, cx=39.5, cy=29.5, width=80, height=60)
+    intrinsics = PinholeCamera(fx=100.0, fy=100.0, cx=39.5, cy=29.5, width=80, height=60)
     plane = np.full((60, 80), 5.0)
     image = np.tile(np.arange(80, dtype=np.uint8), (60, 1))
     # The camera moves 0.5 m left, so points move 0.5 m right: fx * 0.5 / 5 = 10 px.
@@ -106,7 +107,7 @@ def test_sideways_translation_shifts_by_whole_pixels_and_fills_the_border():
     ],
 )
 def test_z_buffer_keeps_the_nearer_of_two_points_on_one_pixel(move, near, far, target):
-    intrinsics = Intrinsics(fx=10.0, fy=10.0, cx=0.0, cy=0.0, width=20, height=1)
+    intrinsics = PinholeCamera(fx=10.0, fy=10.0, cx=0.0, cy=0.0, width=20, height=1)
     depth = np.full((1, 20), np.nan)  # invalid: only the two points are splatted
     image = np.zeros((1, 20), dtype=np.uint8)
     depth[0, near], image[0, near] = 1.0, 200
@@ -121,7 +122,7 @@ def test_z_buffer_keeps_the_nearer_of_two_points_on_one_pixel(move, near, far, t
 
 
 def test_nothing_in_view_gives_an_all_nan_map():
-    intrinsics = Intrinsics(fx=10.0, fy=10.0, cx=0.0, cy=0.0, width=20, height=1)
+    intrinsics = PinholeCamera(fx=10.0, fy=10.0, cx=0.0, cy=0.0, width=20, height=1)
     depth = np.full((1, 20), np.nan)
     depth[0, 10] = 1.0  # shifted by 10 px to column 20, just outside
     warped, holes = warp_depth(depth, intrinsics, _translation(x=1.0), return_holes=True)
@@ -237,7 +238,7 @@ def test_flow_moves_the_warped_depth_to_where_the_object_really_is():
     # place, D''_2 must put it at the new one.
     rng = np.random.default_rng(3)
     height, width = 64, 96
-    intrinsics = Intrinsics(fx=60.0, fy=60.0, cx=47.5, cy=31.5, width=width, height=height)
+    intrinsics = PinholeCamera(fx=60.0, fy=60.0, cx=47.5, cy=31.5, width=width, height=height)
     wall = _smooth_texture(rng, height, width)
     square = _smooth_texture(rng, 20, 20)
     rgb_1, rgb_2 = wall.copy(), wall.copy()

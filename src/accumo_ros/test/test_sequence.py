@@ -12,7 +12,7 @@ import yaml
 from rosbags.rosbag2 import StoragePlugin
 
 from accumo_ros.dataset import load_index, main, split_paths
-from accumo_ros.geometry import T_BODY_OPTICAL, back_project, invert_poses, project
+from accumo_ros.geometry import T_BODY_OPTICAL, invert_poses
 from accumo_ros.imu import ImuNoise, integrate_imu, simulate_imu
 from accumo_ros.sequence import SequenceConfig, SyntheticSequence
 from accumo_ros.sequence_bag import (
@@ -33,9 +33,9 @@ def _reproject(sequence: SyntheticSequence, first: int, second: int, pose_error=
     if pose_error is not None:
         optical_b = optical_b @ pose_error
     a_to_b = invert_poses(optical_b) @ optical_a
-    points = back_project(frame_a.rendered.depth.astype(np.float64), intrinsics)
+    points = intrinsics.back_project(frame_a.rendered.depth.astype(np.float64))
     points_b = points @ a_to_b[:3, :3].T + a_to_b[:3, 3]
-    pixels, z = project(points_b, intrinsics)
+    pixels, z = intrinsics.project(points_b)
     columns = np.round(pixels[..., 0])
     rows = np.round(pixels[..., 1])
     inside = (columns >= 0) & (columns < intrinsics.width) & (rows >= 0)

@@ -31,6 +31,8 @@ from urllib.parse import unquote, urlparse
 
 import yaml
 
+from edge_offload.camera_model import PinholeCamera
+
 if TYPE_CHECKING:
     from sensor_msgs.msg import CameraInfo
 
@@ -108,13 +110,11 @@ def default_pinhole(
     """Return an undistorted pinhole model: square pixels, principal point at the centre."""
     if not 0.0 < hfov_deg < 180.0:
         raise CameraInfoError(f'horizontal field of view must be in (0, 180) deg, not {hfov_deg}')
-    focal = (width / 2.0) / math.tan(math.radians(hfov_deg) / 2.0)
-    # Pixel centres run from 0 to width - 1, so the optical centre sits at (width - 1) / 2.
-    cx, cy = (width - 1) / 2.0, (height - 1) / 2.0
+    camera = PinholeCamera.from_fov(width, height, hfov_deg)
     return CameraCalibration(
         image_width=width,
         image_height=height,
-        camera_matrix=(focal, 0.0, cx, 0.0, focal, cy, 0.0, 0.0, 1.0),
+        camera_matrix=tuple(float(value) for value in camera.matrix.flat),
         distortion_coefficients=(0.0,) * 5,
         camera_name=camera_name,
     )

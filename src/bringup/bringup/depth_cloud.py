@@ -20,6 +20,8 @@ import numpy as np
 from sensor_msgs.msg import PointCloud2, PointField
 from std_msgs.msg import Header
 
+from edge_offload.camera_model import PinholeCamera
+
 XYZ_FIELDS = (
     PointField(name='x', offset=0, datatype=PointField.FLOAT32, count=1),
     PointField(name='y', offset=4, datatype=PointField.FLOAT32, count=1),
@@ -30,7 +32,7 @@ POINT_STEP = 12
 
 def depth_to_points(
     depth: np.ndarray,
-    k: np.ndarray,
+    camera: PinholeCamera,
     *,
     stride: int = 1,
     min_depth_m: float = 0.0,
@@ -38,30 +40,20 @@ def depth_to_points(
 ) -> np.ndarray:
     """Return the (N, 3) float32 points of the valid pixels of ``depth`` (m, optical frame).
 
-    ``k`` is the 3x3 camera matrix of the depth image (CameraInfo ``k``, 9 values or 3x3).
+    ``camera`` is the depth image's; every ``stride``-th row and column is used.
     """
     depth = np.asarray(depth)
     if depth.ndim != 2:
         raise ValueError(f'depth must be a 2-D image, got shape {depth.shape}')
-    k = np.asarray(k, dtype=np.float64).reshape(3, 3)
-    fx, fy, cx, cy = k[0, 0], k[1, 1], k[0, 2], k[1, 2]
-    if not (np.isfinite([fx, fy, cx, cy]).all() and fx > 0.0 and fy > 0.0):
+    if depth.shape != (camera.height, camera.width):
         raise ValueError(
-            f'camera matrix needs finite cx, cy and positive fx, fy, got {k.tolist()}'
+            f'depth is {depth.shape[1]}x{depth.shape[0]}, '
+            f'its camera {camera.width}x{camera.height}'
         )
-    if stride < 1:
-        raise ValueError(f'stride must be at least 1, got {stride}')
-    rows = np.arange(0, depth.shape[0], stride)
-    columns = np.arange(0, depth.shape[1], stride)
-    z = depth[np.ix_(rows, columns)].astype(np.float64)
+    rays = camera.pixel_rays(stride)
+    z = depth[::stride, ::stride].astype(np.float64)
     valid = np.isfinite(z) & (z > 0.0) & (z >= min_depth_m) & (z <= max_depth_m)
-    v, u = np.meshgrid(rows, columns, indexing='ij')
-    z = z[valid]
-    points = np.empty((z.size, 3), dtype=np.float32)
-    points[:, 0] = (u[valid] - cx) * z / fx
-    points[:, 1] = (v[valid] - cy) * z / fy
-    points[:, 2] = z
-    return points
+    return (rays[valid] * z[valid, None]).astype(np.float32)
 
 
 def points_to_cloud(points: np.ndarray, header: Header) -> PointCloud2:

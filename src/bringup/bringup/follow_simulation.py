@@ -27,8 +27,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from bringup.follower import FollowerCommand, FollowerConfig, PersonFollower, Target
-from bringup.person_localizer import CameraIntrinsics, LocalizerConfig, PersonLocalizer
+from bringup.person_localizer import LocalizerConfig, PersonLocalizer
 from bringup.person_tracker import PersonTracker
+from edge_offload.camera_model import PinholeCamera
 
 # The camera's mounting as the people_tracker node's parameters (REP-103 rpy: pitch up 15°).
 CAMERA_POSITION_M = (0.1, 0.0, 0.5)
@@ -68,10 +69,10 @@ JOINTS = np.array(
 )
 
 
-def pinhole(width: int, height: int, hfov_deg: float) -> CameraIntrinsics:
+def pinhole(width: int, height: int, hfov_deg: float) -> PinholeCamera:
     focal = (width / 2.0) / math.tan(math.radians(hfov_deg) / 2.0)
     k = [focal, 0.0, (width - 1) / 2.0, 0.0, focal, (height - 1) / 2.0, 0.0, 0.0, 1.0]
-    return CameraIntrinsics.from_k(k, width, height)
+    return PinholeCamera.from_k(k, width, height)
 
 
 RGB = pinhole(320, 240, 70.0)

@@ -34,13 +34,13 @@ from geometry_msgs.msg import PointStamped, Twist, Vector3Stamped
 from nav_msgs.msg import Odometry
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
-from rclpy.time import Time
 from scipy.spatial.transform import Rotation
 from std_msgs.msg import Bool, String
 
 from bringup.follower import FollowerConfig, FollowerState, PersonFollower, Target
 from edge_offload.ros_node_main import run_node
 from edge_offload.ros_params import ParamSpec, declare_parameters, parameter_values
+from edge_offload.stamps import stamp_seconds
 from offload_interfaces.msg import LinkState, PersonArray
 
 # The follower's configuration, parameter by parameter (names and defaults are its fields').
@@ -115,10 +115,6 @@ _CONFIG_FIELDS = tuple(
     field.name for field in fields(FollowerConfig) if field.name in {p.name for p in PARAMETERS}
 )
 BAD_INPUT = 'bad_input'
-
-
-def _seconds(stamp) -> float:  # noqa: ANN001 - builtin_interfaces/Time
-    return Time.from_msg(stamp).nanoseconds * 1e-9
 
 
 def _base_rotation(odometry: Odometry) -> np.ndarray:
@@ -217,7 +213,7 @@ class FollowerNode(Node):
         target, odometry = self._target, self._odometry
         if target is None or odometry is None:
             return None
-        if now - _seconds(odometry.header.stamp) > self._config['odometry_timeout_s']:
+        if now - stamp_seconds(odometry.header.stamp) > self._config['odometry_timeout_s']:
             return None
         frame, odometry_frame = target.header.frame_id, odometry.header.frame_id
         if frame and odometry_frame and frame != odometry_frame:
@@ -233,7 +229,7 @@ class FollowerNode(Node):
         if velocity is not None and velocity.header.stamp == target.header.stamp:
             v = velocity.vector
             vx, vy, _ = base_axes_from_odometry(np.array([v.x, v.y, v.z]), odometry)
-        return Target(float(x), float(y), _seconds(target.header.stamp), float(vx), float(vy))
+        return Target(float(x), float(y), stamp_seconds(target.header.stamp), float(vx), float(vy))
 
     def _link_ok(self, now: float) -> bool:
         timeout = self._config['link_timeout_s']

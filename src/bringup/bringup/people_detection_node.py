@@ -57,12 +57,10 @@ from dataclasses import dataclass
 
 import numpy as np
 from action_msgs.msg import GoalStatus
-from builtin_interfaces.msg import Duration
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.action import ActionClient
+from rclpy.duration import Duration
 from rclpy.exceptions import InvalidHandle, ParameterException
 from rclpy.node import Node
-from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rclpy.subscription import Subscription
 from rclpy.time import Time
 from sensor_msgs.msg import CameraInfo, Image
@@ -71,12 +69,19 @@ from visualization_msgs.msg import MarkerArray
 from bringup.people_output import (
     People,
     PeopleOutputError,
-    Pinhole,
     draw_people,
     to_markers,
     to_person_array,
 )
 from bringup.tracking_worker import TrackingWorker
+from edge_offload.camera_model import PinholeCamera
+from edge_offload.diagnostics import (
+    OK,
+    WARN,
+    create_diagnostics_publisher,
+    diagnostic_array,
+    diagnostic_status,
+)
 from edge_offload.image_convert import (
     ImageFormatError,
     ImageTooLargeError,
@@ -327,7 +332,7 @@ class PeopleDetectionNode(Node):
         # Goals sent and not answered: sequence number -> when they were sent.
         self._outstanding: dict[int, float] = {}
         self._next_goal = 0
-        self._pinhole: Pinhole | None = None
+        self._camera: PinholeCamera | None = None
         self._latencies_s: collections.deque[float] = collections.deque(maxlen=LATENCY_WINDOW)
         self._arrival_delays_s: collections.deque[float] = collections.deque(maxlen=LATENCY_WINDOW)
         self._front_end_latencies_s: collections.deque[float] = collections.deque(
@@ -348,8 +353,7 @@ class PeopleDetectionNode(Node):
         self._detection_wake = self.create_guard_condition(self._send_due_detection)
         self._people_pub = self.create_publisher(PersonArray, 'people', 10)
         self._markers_pub = self.create_publisher(MarkerArray, 'people/markers', 10)
-        reliable = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
-        self._diagnostics_pub = self.create_publisher(DiagnosticArray, '/diagnostics', reliable)
+        self._diagnostics_pub = create_diagnostics_publisher(self)
         self._camera_qos = sensor_qos(self._config['reliable_sensor_qos'])
         # As the camera's: reliable when frames must not be lost (a recording of them).
         self._annotated_pub = self.create_publisher(Image, 'people/annotated', self._camera_qos)
@@ -440,7 +444,12 @@ class PeopleDetectionNode(Node):
     # -- frames -------------------------------------------------------------------------
 
     def _on_camera_info(self, message: CameraInfo) -> None:
-        self._pinhole = Pinhole.from_camera_info_k(message.k)
+        try:
+            self._camera = PinholeCamera.from_camera_info(message)
+        except ValueError as error:
+            # Markers then fall back to millimetres on the plane; say why once.
+            self._camera = None
+            self.get_logger().warning(f'camera_info not usable for markers: {error}', once=True)
 
     def _subscribe_images(self) -> Subscription:
         return self.create_subscription(Image, 'image_raw', self._on_image, self._camera_qos)
@@ -615,7 +624,7 @@ class PeopleDetectionNode(Node):
             values = UNKNOWN_GROUND_PLANE if ground_plane is None else ground_plane.as_values()
             goal.inputs = [to_tensor_blob(GROUND_PLANE_INPUT, np.array(values, np.float32))]
         deadline_s = self._config['deadline_s']
-        goal.deadline = Duration(sec=int(deadline_s), nanosec=int((deadline_s % 1.0) * 1e9))
+        goal.deadline = Duration(seconds=deadline_s).to_msg()
         sequence = self._next_goal
         self._next_goal += 1
         self._outstanding[sequence] = time.monotonic()
@@ -732,7 +741,7 @@ class PeopleDetectionNode(Node):
             to_markers(
                 people,
                 header,
-                self._pinhole,
+                self._camera,
                 self._config['marker_plane_depth_m'],
                 self._config['min_keypoint_score'],
                 self._config['marker_lifetime_s'],
@@ -760,8 +769,6 @@ class PeopleDetectionNode(Node):
     # -- status -------------------------------------------------------------------------
 
     def _publish_diagnostics(self) -> None:
-        status = DiagnosticStatus(name=f'{self.get_name()}: people detection')
-        status.hardware_id = self._config['model']
         latencies = np.array(self._latencies_s) if self._latencies_s else None
         values = dict(self._counts)
         values.update(in_flight=len(self._outstanding), queued=len(self._queue))
@@ -819,7 +826,6 @@ class PeopleDetectionNode(Node):
                 values['front_end_latency_p50_s'] = f'{np.percentile(front_end, 50):.4f}'
         if self._last_refusal:
             values['last_refusal_reason'] = self._last_refusal
-        status.values = [KeyValue(key=key, value=str(value)) for key, value in values.items()]
         refused = self._counts['frames_too_large'] + self._counts['frames_refused']
         if (
             self._counts['errors']
@@ -827,21 +833,27 @@ class PeopleDetectionNode(Node):
             or self._counts['goals_abandoned']
             or refused
         ):
-            status.level = DiagnosticStatus.WARN
-            status.message = (
-                f'{self._counts["errors"]} frames failed, {self._counts["goals_abandoned"]} '
-                f'goals unanswered, {self._counts["fallbacks"]} ran locally after a fallback, '
-                f'{refused} refused before processing'
+            level, message = (
+                WARN,
+                (
+                    f'{self._counts["errors"]} frames failed, {self._counts["goals_abandoned"]} '
+                    f'goals unanswered, {self._counts["fallbacks"]} ran locally after a fallback, '
+                    f'{refused} refused before processing'
+                ),
             )
         elif self._counts['frames_dropped']:
-            status.level = DiagnosticStatus.OK
-            status.message = f'{self._counts["frames_dropped"]} frames dropped (inference busy)'
+            level = OK
+            message = f'{self._counts["frames_dropped"]} frames dropped (inference busy)'
         else:
-            status.level = DiagnosticStatus.OK
-            status.message = 'ok'
-        diagnostics = DiagnosticArray(status=[status])
-        diagnostics.header.stamp = self.get_clock().now().to_msg()
-        self._diagnostics_pub.publish(diagnostics)
+            level, message = OK, 'ok'
+        status = diagnostic_status(
+            f'{self.get_name()}: people detection',
+            level,
+            message,
+            values,
+            hardware_id=self._config['model'],
+        )
+        self._diagnostics_pub.publish(diagnostic_array(self, [status]))
 
 
 def _destroyed(subscription: Subscription) -> bool:

@@ -15,11 +15,12 @@ from dataclasses import dataclass
 
 import cv2
 import numpy as np
-from builtin_interfaces.msg import Duration
 from geometry_msgs.msg import Point
+from rclpy.duration import Duration
 from std_msgs.msg import ColorRGBA, Header
 from visualization_msgs.msg import Marker, MarkerArray
 
+from edge_offload.camera_model import PinholeCamera
 from offload_interfaces.msg import Keypoint2D, Person, PersonArray
 
 # COCO skeleton (keypoint index pairs), as drawn by the COCO API.
@@ -100,28 +101,10 @@ def to_person_array(
     return message
 
 
-@dataclass(frozen=True)
-class Pinhole:
-    """Intrinsics used to place image-plane markers in 3-D (fx, fy, cx, cy in pixels)."""
-
-    fx: float
-    fy: float
-    cx: float
-    cy: float
-
-    @classmethod
-    def from_camera_info_k(cls, k: list[float] | np.ndarray) -> Pinhole | None:
-        """Return the pinhole of a CameraInfo ``k`` matrix, or None when uncalibrated."""
-        fx, fy = float(k[0]), float(k[4])
-        if fx <= 0.0 or fy <= 0.0:
-            return None
-        return cls(fx, fy, float(k[2]), float(k[5]))
-
-
 def to_markers(
     people: People,
     header: Header,
-    pinhole: Pinhole | None,
+    camera: PinholeCamera | None,
     plane_depth_m: float,
     min_keypoint_score: float,
     lifetime_s: float,
@@ -131,22 +114,16 @@ def to_markers(
 
     Without depth, the 2-D detections are back-projected onto the plane z = ``plane_depth_m``
     of the camera's optical frame, so they overlay the camera view in RViz. Without
-    calibration (``pinhole`` None) pixels are scaled to millimetres on that plane.
+    calibration (``camera`` None) pixels are scaled to millimetres on that plane.
     """
 
     def point(u: float, v: float) -> Point:
-        if pinhole is None:
+        if camera is None:
             return Point(x=u / 1000.0, y=v / 1000.0, z=plane_depth_m)
-        scale = plane_depth_m
-        # Keypoint2D pixels have their origin at the top-left pixel's corner, CameraInfo's
-        # cx, cy at its centre (bringup.person_localizer explains): half a pixel apart.
-        return Point(
-            x=(u - 0.5 - pinhole.cx) / pinhole.fx * scale,
-            y=(v - 0.5 - pinhole.cy) / pinhole.fy * scale,
-            z=plane_depth_m,
-        )
+        x, y, z = camera.ray([u, v]) * plane_depth_m
+        return Point(x=float(x), y=float(y), z=float(z))
 
-    lifetime = Duration(sec=int(lifetime_s), nanosec=int((lifetime_s % 1.0) * 1e9))
+    lifetime = Duration(seconds=lifetime_s).to_msg()
     markers = MarkerArray()
     markers.markers.append(Marker(header=header, ns=MARKER_NAMESPACE, action=Marker.DELETEALL))
     colour = (

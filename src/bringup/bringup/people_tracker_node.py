@@ -59,8 +59,6 @@ import sys
 from dataclasses import fields
 
 import numpy as np
-from builtin_interfaces.msg import Duration
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import Point, PointStamped, TransformStamped, Vector3, Vector3Stamped
 from nav_msgs.msg import Odometry
 from rclpy.duration import Duration as RclpyDuration
@@ -75,15 +73,23 @@ from visualization_msgs.msg import Marker, MarkerArray
 from bringup.depth_cloud import depth_to_points, points_to_cloud
 from bringup.person_localizer import (
     COCO_KEYPOINT_COUNT,
-    CameraIntrinsics,
     LocalizerConfig,
     PersonLocalizer,
 )
 from bringup.person_tracker import PersonTracker, Track, TrackerConfig
+from edge_offload.camera_model import PinholeCamera
+from edge_offload.diagnostics import (
+    OK,
+    WARN,
+    create_diagnostics_publisher,
+    diagnostic_array,
+    diagnostic_status,
+)
 from edge_offload.image_convert import ImageFormatError, imgmsg_to_cv2
 from edge_offload.ros_node_main import run_node
 from edge_offload.ros_params import ParamSpec, declare_parameters, parameter_values
 from edge_offload.sensor_qos import sensor_qos
+from edge_offload.stamps import stamp_seconds
 from offload_interfaces.msg import Person, PersonArray
 
 try:  # TF is optional: the PyPI ROS wheels here have no tf2_ros.
@@ -215,10 +221,6 @@ _LOCALIZER_FIELDS = tuple(f.name for f in fields(LocalizerConfig) if f.name in _
 _TRACKER_FIELDS = tuple(f.name for f in fields(TrackerConfig) if f.name in _PARAMETER_NAMES)
 
 
-def _seconds(stamp) -> float:  # noqa: ANN001 - builtin_interfaces/Time
-    return Time.from_msg(stamp).nanoseconds * 1e-9
-
-
 def t_base_optical(position_m: list[float], rpy_rad: list[float]) -> np.ndarray:
     """Return the 4×4 pose of the camera's optical frame in the base frame."""
     if len(position_m) != 3 or len(rpy_rad) != 3:
@@ -329,15 +331,11 @@ class PoseBuffer(StampedBuffer):
         return pose
 
 
-def _duration(seconds: float) -> Duration:
-    return Duration(sec=int(seconds), nanosec=int(round((seconds % 1.0) * 1e9)) % 1_000_000_000)
-
-
 def track_markers(
     tracks: list[Track], target_id: int | None, header: Header, lifetime_s: float
 ) -> MarkerArray:
     """Return a cylinder (body) and a label per track; the target is green, others blue."""
-    lifetime = _duration(lifetime_s)
+    lifetime = RclpyDuration(seconds=lifetime_s).to_msg()
     markers = MarkerArray()
     markers.markers.append(Marker(header=header, ns=MARKER_NAMESPACE, action=Marker.DELETEALL))
     for track in tracks:
@@ -393,8 +391,8 @@ class PeopleTrackerNode(Node):
         except ValueError as error:
             raise ValueError(f'bad tracker configuration: {error}') from error
         self.counts: collections.Counter[str] = collections.Counter()
-        self._rgb_camera: CameraIntrinsics | None = None
-        self._depth_camera: CameraIntrinsics | None = None
+        self._rgb_camera: PinholeCamera | None = None
+        self._depth_camera: PinholeCamera | None = None
         self._depth = StampedBuffer(config['buffer_size'])
         self._odometry = PoseBuffer(config['buffer_size'])
         self._pending: collections.deque[tuple[float, PersonArray]] = collections.deque()
@@ -424,7 +422,7 @@ class PeopleTrackerNode(Node):
         )
         self._camera_frame: str | None = None
         self._target_id: int | None = None
-        self._diagnostics_pub = self.create_publisher(DiagnosticArray, '/diagnostics', reliable)
+        self._diagnostics_pub = create_diagnostics_publisher(self)
         self.create_timer(config['diagnostics_period_s'], self._publish_diagnostics)
         self.get_logger().info(
             f'tracking people with depth from {config["depth_source"]} '
@@ -446,10 +444,10 @@ class PeopleTrackerNode(Node):
         self._depth_camera = self._intrinsics(message, 'depth_camera/camera_info', None)
 
     def _intrinsics(
-        self, message: CameraInfo, topic: str, current: CameraIntrinsics | None
-    ) -> CameraIntrinsics | None:
+        self, message: CameraInfo, topic: str, current: PinholeCamera | None
+    ) -> PinholeCamera | None:
         try:
-            return CameraIntrinsics.from_k(message.k, message.width, message.height)
+            return PinholeCamera.from_k(message.k, message.width, message.height)
         except ValueError as error:
             self.counts['bad_camera_info'] += 1
             self.get_logger().error(f'unusable {topic}: {error}', throttle_duration_sec=5.0)
@@ -470,7 +468,7 @@ class PeopleTrackerNode(Node):
             self.counts['bad_odometry'] += 1
             self.get_logger().error(f'odometry ignored: {error}', throttle_duration_sec=5.0)
             return
-        self._odometry.add(_seconds(message.header.stamp), pose)
+        self._odometry.add(stamp_seconds(message.header.stamp), pose)
         self._drain_pending()
 
     def _on_depth(self, message: Image) -> None:
@@ -480,7 +478,7 @@ class PeopleTrackerNode(Node):
             self.counts['bad_depth'] += 1
             self.get_logger().error(f'depth image ignored: {error}', throttle_duration_sec=5.0)
             return
-        stamp = _seconds(message.header.stamp)
+        stamp = stamp_seconds(message.header.stamp)
         self._depth.add(stamp, depth)
         self._publish_cloud(message.header, depth)
         self._drain_pending()
@@ -499,7 +497,7 @@ class PeopleTrackerNode(Node):
         tolerance = self._config['sync_tolerance_s']
         while self._pending:
             arrived_s, people = self._pending[0]
-            stamp = _seconds(people.header.stamp)
+            stamp = stamp_seconds(people.header.stamp)
             depth = self._depth.nearest(stamp, tolerance)
             pose = self._odometry.at(stamp, tolerance, self._config['odometry_max_gap_s'])
             if depth is not None and pose is not None:
@@ -592,27 +590,27 @@ class PeopleTrackerNode(Node):
         self._target_id = target_id
 
     def _publish_diagnostics(self) -> None:
-        status = DiagnosticStatus(name=f'{self.get_name()}: people tracker')
         values = dict(self.counts)
         values.update(
             tracks=len(self._tracker.confirmed_tracks),
             target_id=self._target_id if self._target_id is not None else 'none',
             waiting=len(self._pending),
         )
-        status.values = [KeyValue(key=key, value=str(value)) for key, value in values.items()]
         dropped = sum(n for key, n in self.counts.items() if key.startswith(('dropped', 'bad')))
-        status.level = DiagnosticStatus.WARN if dropped else DiagnosticStatus.OK
-        status.message = f'{dropped} inputs dropped or refused' if dropped else 'ok'
-        diagnostics = DiagnosticArray(status=[status])
-        diagnostics.header.stamp = self.get_clock().now().to_msg()
-        self._diagnostics_pub.publish(diagnostics)
+        status = diagnostic_status(
+            f'{self.get_name()}: people tracker',
+            WARN if dropped else OK,
+            f'{dropped} inputs dropped or refused' if dropped else 'ok',
+            values,
+        )
+        self._diagnostics_pub.publish(diagnostic_array(self, [status]))
 
     @property
-    def _depth_intrinsics(self) -> CameraIntrinsics | None:
+    def _depth_intrinsics(self) -> PinholeCamera | None:
         """Return the depth image's intrinsics: AccuMO's map is computed from the camera image."""
         return self._depth_camera if self.depth_source == 'rgbd' else self._rgb_camera
 
-    def _depth_camera_for(self, depth: np.ndarray) -> CameraIntrinsics | None:
+    def _depth_camera_for(self, depth: np.ndarray) -> PinholeCamera | None:
         camera = self._depth_intrinsics
         if camera is None:
             self.counts['dropped_no_depth_camera_info'] += 1
@@ -691,7 +689,7 @@ class PeopleTrackerNode(Node):
         self._last_cloud_s = now
         points = depth_to_points(
             depth,
-            camera.matrix,
+            camera,
             stride=stride,
             min_depth_m=self._config['min_depth_m'],
             max_depth_m=self._config['cloud_max_depth_m'],

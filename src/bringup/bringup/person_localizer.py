@@ -16,14 +16,14 @@ Keypoints follow ``offload_interfaces/Keypoint2D``: x to the right, y down, orig
 ``(c + 0.5, r + 0.5)``. The intrinsics follow ``sensor_msgs/CameraInfo`` (and OpenCV, and
 ``bringup.camera_info_file``): the pinhole model ``u = fx·X/Z + cx`` puts the *centre* of
 the top-left pixel at ``u = 0``. So ``x_px = u + 0.5`` and ``y_px = v + 0.5``; every
-conversion goes through :meth:`CameraIntrinsics.pixel` and :meth:`CameraIntrinsics.ray`,
+conversion goes through :meth:`PinholeCamera.pixel` and :meth:`PinholeCamera.ray`,
 which apply that half pixel, and nothing else touches raw pixel coordinates. The depth pixel
 that contains the corner-origin point ``(x, y)`` is row ``floor(y)``, column ``floor(x)``.
 
 The depth image must be registered to the RGB camera (same optical centre and axes, as an
 RGB-D driver's depth aligned to colour, or a depth network run on the RGB image), but may
 have another pixel grid: another resolution, aspect ratio or crop (a depth network's
-416×128 maps for a 640×480 camera). Each image has its own :class:`CameraIntrinsics`, and a
+416×128 maps for a 640×480 camera). Each image has its own :class:`PinholeCamera`, and a
 keypoint moves into the depth image along its viewing ray: ``ray`` with the RGB intrinsics,
 then ``pixel`` with the depth intrinsics. Assuming equal sizes, or scaling by the size ratio,
 would be wrong for a crop and off by the half pixel for a resize.
@@ -109,6 +109,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from bringup.person_tracker import Detection
+from edge_offload.camera_model import PinholeCamera
 
 COCO_KEYPOINT_COUNT = 17
 LEFT_SHOULDER, RIGHT_SHOULDER, LEFT_HIP, RIGHT_HIP = 5, 6, 11, 12
@@ -144,96 +145,6 @@ def _check_int(name: str, value: object, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
         raise ValueError(f'{name} must be an integer of at least {minimum}, got {value!r}')
     return int(value)
-
-
-@dataclass(frozen=True)
-class CameraIntrinsics:
-    """A distortion-free pinhole camera: ``fx``, ``fy``, ``cx``, ``cy`` in pixels, image size.
-
-    ``cx``, ``cy`` are in the ``CameraInfo`` convention (the top-left pixel's centre is 0);
-    :meth:`pixel` and :meth:`ray` speak the ``Keypoint2D`` one (its corner is 0). See the
-    module docstring. Checked on construction: ``ValueError`` names what is wrong.
-    """
-
-    fx: float
-    fy: float
-    cx: float
-    cy: float
-    width: int
-    height: int
-
-    def __post_init__(self) -> None:
-        for name in ('fx', 'fy'):
-            value = _check_real(name, getattr(self, name))
-            if value <= 0.0:
-                raise ValueError(
-                    f'{name} must be positive, got {value!r} (an all-zero K is an '
-                    'uncalibrated camera)'
-                )
-            object.__setattr__(self, name, value)
-        for name in ('cx', 'cy'):
-            object.__setattr__(self, name, _check_real(name, getattr(self, name)))
-        for name in ('width', 'height'):
-            object.__setattr__(self, name, _check_int(f'image {name}', getattr(self, name), 1))
-
-    @classmethod
-    def from_k(cls, k: ArrayLike, width: int, height: int) -> CameraIntrinsics:
-        """Read a ``CameraInfo`` K (3×3, or its 9 values row-major) and the image size.
-
-        K must be a pinhole matrix ``[[fx, 0, cx], [0, fy, cy], [0, 0, 1]]``: a skew, or
-        another last row, is refused rather than ignored.
-        """
-        matrix = np.array(k, dtype=np.float64)
-        if matrix.shape == (9,):
-            matrix = matrix.reshape(3, 3)
-        if matrix.shape != (3, 3):
-            raise ValueError(f'K must be 3x3 or 9 values, got shape {np.shape(k)}')
-        if not np.all(np.isfinite(matrix)):
-            raise ValueError(f'K must be finite, got {matrix.tolist()}')
-        if not np.array_equal(matrix[2], [0.0, 0.0, 1.0]):
-            raise ValueError(f'K must end with the row [0, 0, 1], got {matrix[2].tolist()}')
-        if matrix[0, 1] != 0.0 or matrix[1, 0] != 0.0:
-            raise ValueError(f'K must have no skew (K[0][1] = K[1][0] = 0), got {matrix.tolist()}')
-        return cls(
-            fx=float(matrix[0, 0]),
-            fy=float(matrix[1, 1]),
-            cx=float(matrix[0, 2]),
-            cy=float(matrix[1, 2]),
-            width=width,
-            height=height,
-        )
-
-    @property
-    def matrix(self) -> np.ndarray:
-        """Return K, the 3×3 camera matrix (CameraInfo convention)."""
-        return np.array([[self.fx, 0.0, self.cx], [0.0, self.fy, self.cy], [0.0, 0.0, 1.0]])
-
-    def pixel(self, points: ArrayLike) -> np.ndarray:
-        """Return the ``Keypoint2D`` pixel coordinates (..., 2) of optical-frame points (..., 3).
-
-        Points at or behind the camera (``Z <= 0``) get NaN.
-        """
-        points = np.asarray(points, dtype=np.float64)
-        z = points[..., 2]
-        with np.errstate(divide='ignore', invalid='ignore'):
-            u = self.fx * points[..., 0] / z + self.cx
-            v = self.fy * points[..., 1] / z + self.cy
-        pixels = np.stack([u + 0.5, v + 0.5], axis=-1)
-        pixels[z <= 0.0] = np.nan
-        return pixels
-
-    def ray(self, pixels: ArrayLike) -> np.ndarray:
-        """Return the viewing rays (..., 3), scaled to ``Z = 1``, of ``Keypoint2D`` pixels."""
-        pixels = np.asarray(pixels, dtype=np.float64)
-        u = pixels[..., 0] - 0.5
-        v = pixels[..., 1] - 0.5
-        return np.stack([(u - self.cx) / self.fx, (v - self.cy) / self.fy, np.ones(u.shape)], -1)
-
-    def contains(self, pixels: ArrayLike) -> np.ndarray:
-        """Whether ``Keypoint2D`` pixels (..., 2) lie in the image (its border included)."""
-        pixels = np.asarray(pixels, dtype=np.float64)
-        x, y = pixels[..., 0], pixels[..., 1]
-        return (x >= 0.0) & (x <= self.width) & (y >= 0.0) & (y <= self.height)
 
 
 @dataclass(frozen=True)
@@ -446,8 +357,8 @@ class PersonLocalizer:
         self,
         keypoints: ArrayLike,
         depth: ArrayLike,
-        rgb_camera: CameraIntrinsics,
-        depth_camera: CameraIntrinsics,
+        rgb_camera: PinholeCamera,
+        depth_camera: PinholeCamera,
     ) -> Localization:
         """Localize one person in the optical frame.
 
@@ -460,8 +371,8 @@ class PersonLocalizer:
         """
         cfg = self.config
         for name, camera in (('rgb_camera', rgb_camera), ('depth_camera', depth_camera)):
-            if not isinstance(camera, CameraIntrinsics):
-                raise TypeError(f'{name} must be CameraIntrinsics, got {type(camera).__name__}')
+            if not isinstance(camera, PinholeCamera):
+                raise TypeError(f'{name} must be PinholeCamera, got {type(camera).__name__}')
         points = _check_keypoints(keypoints)
         depth = _check_depth(depth, depth_camera)
 
@@ -570,7 +481,7 @@ class PersonLocalizer:
             ]
         return float(np.median(valid)) if valid.size else math.nan
 
-    def _covariance(self, point: np.ndarray, camera: CameraIntrinsics, mad: float) -> np.ndarray:
+    def _covariance(self, point: np.ndarray, camera: PinholeCamera, mad: float) -> np.ndarray:
         cfg = self.config
         z = point[2]
         sensor_sigma = cfg.depth_noise_const_m + cfg.depth_noise_quad_per_m * z * z
@@ -607,7 +518,7 @@ def _check_keypoints(keypoints: ArrayLike) -> np.ndarray:
     return points
 
 
-def _check_depth(depth: ArrayLike, camera: CameraIntrinsics) -> np.ndarray:
+def _check_depth(depth: ArrayLike, camera: PinholeCamera) -> np.ndarray:
     image = np.asarray(depth)
     if image.ndim != 2:
         raise ValueError(f'depth must be a 2-D image, got shape {image.shape}')

@@ -76,6 +76,8 @@ from typing import Any
 
 import numpy as np
 
+from edge_offload.stamps import stamp_ns
+
 FORMAT = 'bringup.run_metrics/1'
 SIGNIFICANT_DIGITS = 6
 TARGET_GAP_S = 0.5
@@ -93,11 +95,6 @@ TOPIC_TYPES = {
     'accumo/decision': 'offload_interfaces/msg/TaskDecision',
     'estop': 'std_msgs/msg/Bool',
 }
-
-
-def stamp_ns(stamp: Any) -> int:
-    """Return a ``builtin_interfaces/Time`` as integer nanoseconds."""
-    return int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec)
 
 
 def round_value(value: Any) -> Any:

@@ -96,6 +96,7 @@ from edge_offload.ros_node_main import (
 )
 from edge_offload.ros_params import ParamSpec, declare_parameters, parameter_values
 from edge_offload.sensor_qos import RELIABLE_SENSOR_QOS_DESCRIPTION, sensor_qos
+from edge_offload.stamps import stamp_ns
 from offload_interfaces.msg import PersonArray
 
 NODE_NAME = 'sensor_source'
@@ -284,10 +285,6 @@ def _header(stamp_ns: int, frame_id: str) -> Header:
     header = Header(frame_id=frame_id)
     header.stamp.sec, header.stamp.nanosec = divmod(stamp_ns, 1_000_000_000)
     return header
-
-
-def _stamp_ns(header: Header) -> int:
-    return header.stamp.sec * 1_000_000_000 + header.stamp.nanosec
 
 
 class Backpressure:
@@ -508,7 +505,7 @@ class SensorSourceNode(Node):
             )
 
     def _on_result(self, message: PersonArray) -> None:
-        self._backpressure.answer(_stamp_ns(message.header))
+        self._backpressure.answer(stamp_ns(message.header.stamp))
 
     # -- reader thread -------------------------------------------------------------------
 

@@ -47,26 +47,13 @@ import numpy as np
 
 from bringup.camera_info_file import CameraCalibration, CameraInfoError, default_pinhole
 from edge_offload.assets import AssetMissingError, asset_path
+from edge_offload.image_convert import ImageFormatError, convert_pixels, imgmsg_to_cv2
+from edge_offload.stamps import stamp_ns
 
 _LOGGER = logging.getLogger('bringup.sensor_sources')
 
 SOURCE_KINDS = ('camera', 'video', 'images', 'bag', 'synthetic')
 IMAGE_SUFFIXES = ('.bmp', '.jpeg', '.jpg', '.png')
-# Image encodings a frame may have: encoding -> (channels, dtype of a channel).
-IMAGE_ENCODINGS: dict[str, tuple[int, np.dtype]] = {
-    'rgb8': (3, np.dtype('u1')),
-    'bgr8': (3, np.dtype('u1')),
-    'rgba8': (4, np.dtype('u1')),
-    'bgra8': (4, np.dtype('u1')),
-    'mono8': (1, np.dtype('u1')),
-    'mono16': (1, np.dtype('<u2')),
-    '16UC1': (1, np.dtype('<u2')),
-    '32FC1': (1, np.dtype('<f4')),
-    # OpenCV type names (cv_bridge's passthrough); published as they are.
-    '8UC1': (1, np.dtype('u1')),
-    '8UC3': (3, np.dtype('u1')),
-    '8UC4': (4, np.dtype('u1')),
-}
 OUTPUT_ENCODINGS = ('passthrough', 'rgb8', 'bgr8')
 STANDARD_GRAVITY = 9.80665
 
@@ -202,53 +189,18 @@ def open_source(config: SourceConfig) -> SensorSource:
 
 
 def convert_encoding(image: np.ndarray, encoding: str, target: str) -> tuple[np.ndarray, str]:
-    """Return ``image`` converted to ``target`` ('passthrough', 'rgb8' or 'bgr8')."""
+    """Return ``image`` converted to ``target`` ('passthrough', 'rgb8' or 'bgr8'), as cv_bridge."""
     if target == 'passthrough' or target == encoding:
         return image, encoding
     if target not in ('rgb8', 'bgr8'):
         raise SourceError(f'output encoding {target!r} is not one of {OUTPUT_ENCODINGS}')
-    conversions = {
-        ('bgr8', 'rgb8'): cv2.COLOR_BGR2RGB,
-        ('rgb8', 'bgr8'): cv2.COLOR_RGB2BGR,
-        ('bgra8', 'rgb8'): cv2.COLOR_BGRA2RGB,
-        ('bgra8', 'bgr8'): cv2.COLOR_BGRA2BGR,
-        ('rgba8', 'rgb8'): cv2.COLOR_RGBA2RGB,
-        ('rgba8', 'bgr8'): cv2.COLOR_RGBA2BGR,
-        ('mono8', 'rgb8'): cv2.COLOR_GRAY2RGB,
-        ('mono8', 'bgr8'): cv2.COLOR_GRAY2BGR,
-    }
-    code = conversions.get((encoding, target))
-    if code is None:
+    try:
+        return convert_pixels(image, encoding, target), target
+    except ImageFormatError as error:
         raise SourceError(
-            f'{encoding} images cannot be converted to {target}; set the output encoding '
-            "to 'passthrough' to publish them as they are"
-        )
-    return cv2.cvtColor(image, code), target
-
-
-def image_from_fields(
-    height: int, width: int, encoding: str, is_bigendian: int, step: int, data: Any, where: str
-) -> np.ndarray:
-    """Return a sensor_msgs/Image payload as an array (H x W for one channel), checked."""
-    if encoding not in IMAGE_ENCODINGS:
-        raise SourceError(
-            f'{where}: image encoding {encoding!r} is not supported; supported encodings '
-            f'are {", ".join(IMAGE_ENCODINGS)}'
-        )
-    channels, dtype = IMAGE_ENCODINGS[encoding]
-    if is_bigendian and dtype.itemsize > 1:
-        dtype = dtype.newbyteorder('>')
-    row_bytes = width * channels * dtype.itemsize
-    payload = np.frombuffer(memoryview(data), dtype=np.uint8)
-    if height <= 0 or width <= 0 or step < row_bytes or payload.size < step * height:
-        raise SourceError(
-            f'{where}: a {width}x{height} {encoding} image with step {step} does not fit its '
-            f'{payload.size}-byte payload'
-        )
-    rows = payload[: step * height].reshape(height, step)[:, :row_bytes]
-    pixels = np.ascontiguousarray(rows).view(dtype).reshape(height, width, channels)
-    pixels = pixels.astype(dtype.newbyteorder('='), copy=False)
-    return pixels[:, :, 0] if channels == 1 else pixels
+            f'{encoding} images cannot be converted to {target} ({error}); set the output '
+            "encoding to 'passthrough' to publish them as they are"
+        ) from None
 
 
 def _opencv_encoding(image: np.ndarray, where: str) -> str:
@@ -418,10 +370,6 @@ class _ImageFolderSource(SensorSource):
 # -- rosbag2 --------------------------------------------------------------------------------
 
 
-def _stamp_ns(header: Any) -> int:
-    return int(header.stamp.sec) * 1_000_000_000 + int(header.stamp.nanosec)
-
-
 def _calibration_from_message(message: Any, where: str) -> CameraCalibration | None:
     try:
         return CameraCalibration(
@@ -582,16 +530,10 @@ class _BagSource(SensorSource):
         where = f'topic {self._image_topic} of bag {self._path}'
         if msgtype == _COMPRESSED_TYPE:
             return decode_compressed(message.data, message.format, where)
-        image = image_from_fields(
-            message.height,
-            message.width,
-            message.encoding,
-            message.is_bigendian,
-            message.step,
-            message.data,
-            where,
-        )
-        return image, message.encoding
+        try:
+            return imgmsg_to_cv2(message), message.encoding
+        except ImageFormatError as error:
+            raise SourceError(f'{where}: {error}') from None
 
     def __iter__(self) -> Iterator[Sample]:
         pending: list[tuple[int, int, int, str, Any]] = []
@@ -601,9 +543,9 @@ class _BagSource(SensorSource):
         for connection, log_time_ns, raw in self._reader.messages(connections=connections):
             message = self._typestore.deserialize_cdr(raw, connection.msgtype)
             # A zero header stamp means the recorder did not stamp it; use the log time.
-            stamp_ns = _stamp_ns(message.header) or log_time_ns
+            header_ns = stamp_ns(message.header.stamp) or log_time_ns
             priority = self._PRIORITY[connection.msgtype]
-            entry = (stamp_ns, priority, next(sequence), connection.msgtype, message)
+            entry = (header_ns, priority, next(sequence), connection.msgtype, message)
             heapq.heappush(pending, entry)
             while len(pending) > _BAG_REORDER_WINDOW:
                 calibration, sample = self._release(heapq.heappop(pending), calibration)

@@ -11,13 +11,14 @@ import pytest
 from std_msgs.msg import Header
 
 from bringup.depth_cloud import depth_to_points, points_to_cloud
+from edge_offload.camera_model import PinholeCamera
 
-K = np.array([[100.0, 0.0, 3.5], [0.0, 50.0, 1.5], [0.0, 0.0, 1.0]])  # an 8x4 image
+CAMERA = PinholeCamera(fx=100.0, fy=50.0, cx=3.5, cy=1.5, width=8, height=4)
 
 
 def test_a_plane_at_two_metres_back_projects_through_the_camera_matrix():
     depth = np.full((4, 8), 2.0, dtype=np.float32)
-    points = depth_to_points(depth, K)
+    points = depth_to_points(depth, CAMERA)
     assert points.shape == (32, 3)
     assert points.dtype == np.float32
     np.testing.assert_allclose(points[:, 2], 2.0)
@@ -29,14 +30,14 @@ def test_a_plane_at_two_metres_back_projects_through_the_camera_matrix():
 def test_invalid_and_out_of_range_depths_are_left_out_and_stride_thins():
     depth = np.full((4, 8), 3.0, dtype=np.float32)
     depth[0, 0], depth[1, 1], depth[2, 2], depth[3, 3] = 0.0, np.nan, np.inf, 20.0
-    assert len(depth_to_points(depth, K)) == 29  # 20 m is valid without a range
-    assert len(depth_to_points(depth, K, max_depth_m=10.0)) == 28
+    assert len(depth_to_points(depth, CAMERA)) == 29  # 20 m is valid without a range
+    assert len(depth_to_points(depth, CAMERA, max_depth_m=10.0)) == 28
     # Stride 2 keeps rows 0, 2 and columns 0, 2, 4, 6: 8 pixels, two of them invalid.
-    assert len(depth_to_points(depth, K, stride=2)) == 6
+    assert len(depth_to_points(depth, CAMERA, stride=2)) == 6
 
 
 def test_the_cloud_message_has_the_xyz32_layout_and_the_points():
-    points = depth_to_points(np.full((4, 8), 1.5, dtype=np.float32), K)
+    points = depth_to_points(np.full((4, 8), 1.5, dtype=np.float32), CAMERA)
     cloud = points_to_cloud(points, Header(frame_id='camera_optical_frame'))
     assert [f.name for f in cloud.fields] == ['x', 'y', 'z']
     assert [f.offset for f in cloud.fields] == [0, 4, 8]
@@ -56,10 +57,10 @@ def test_the_cloud_message_has_the_xyz32_layout_and_the_points():
 
 def test_bad_input_is_refused():
     with pytest.raises(ValueError, match='2-D'):
-        depth_to_points(np.zeros((2, 2, 1)), K)
-    with pytest.raises(ValueError, match='positive fx'):
-        depth_to_points(np.zeros((2, 2)), np.zeros((3, 3)))
+        depth_to_points(np.zeros((2, 2, 1)), CAMERA)
+    with pytest.raises(ValueError, match='its camera 8x4'):
+        depth_to_points(np.zeros((2, 2)), CAMERA)
     with pytest.raises(ValueError, match='stride'):
-        depth_to_points(np.zeros((2, 2)), K, stride=0)
+        depth_to_points(np.zeros((4, 8)), CAMERA, stride=0)
     with pytest.raises(ValueError, match='points must be'):
         points_to_cloud(np.zeros((3, 2)), Header())

@@ -12,11 +12,11 @@ from visualization_msgs.msg import Marker
 from bringup.people_output import (
     People,
     PeopleOutputError,
-    Pinhole,
     draw_people,
     to_markers,
     to_person_array,
 )
+from edge_offload.camera_model import PinholeCamera
 
 
 def _outputs(count: int) -> dict[str, np.ndarray]:
@@ -83,8 +83,8 @@ def test_malformed_outputs_are_refused(change, text):
 
 def test_markers_back_project_onto_the_plane():
     people = People.from_outputs(_outputs(1))
-    pinhole = Pinhole.from_camera_info_k([100.0, 0, 10.0, 0, 100.0, 20.0, 0, 0, 1])
-    markers = to_markers(people, Header(frame_id='cam'), pinhole, 2.0, 0.3, 0.5, False)
+    camera = PinholeCamera.from_k([100.0, 0, 10.0, 0, 100.0, 20.0, 0, 0, 1], 64, 48)
+    markers = to_markers(people, Header(frame_id='cam'), camera, 2.0, 0.3, 0.5, False)
     assert markers.markers[0].action == Marker.DELETEALL
     outline, skeleton, label = markers.markers[1:]
     # The box's top-left corner (10, 20) is half a pixel up and left of the principal point
@@ -95,7 +95,8 @@ def test_markers_back_project_onto_the_plane():
     # Links touching the missing left ear (3) are left out: 19 links - 2.
     assert len(skeleton.points) == 2 * 17
     assert 'untrained' in label.text
-    assert Pinhole.from_camera_info_k([0.0] * 9) is None
+    with pytest.raises(ValueError, match='uncalibrated'):
+        PinholeCamera.from_k([0.0] * 9, 64, 48)
 
 
 def test_drawing_marks_boxes_and_the_untrained_caption():

@@ -20,7 +20,6 @@ from bringup.person_localizer import (
     RIGHT_HIP,
     RIGHT_SHOULDER,
     TORSO_KEYPOINTS,
-    CameraIntrinsics,
     Localization,
     LocalizationFailure,
     LocalizerConfig,
@@ -29,24 +28,25 @@ from bringup.person_localizer import (
     check_rigid_transform,
 )
 from bringup.person_tracker import Detection, PersonTracker
+from edge_offload.camera_model import PinholeCamera
 
 NOSE, LEFT_WRIST, RIGHT_WRIST = 0, 9, 10
 WALL_Z = 6.0
 
 
-def _pinhole(width: int, height: int, hfov_deg: float) -> CameraIntrinsics:
+def _pinhole(width: int, height: int, hfov_deg: float) -> PinholeCamera:
     """Make a camera as bringup.camera_info_file.default_pinhole does, through its K."""
     focal = (width / 2.0) / math.tan(math.radians(hfov_deg) / 2.0)
     k = [focal, 0.0, (width - 1) / 2.0, 0.0, focal, (height - 1) / 2.0, 0.0, 0.0, 1.0]
-    return CameraIntrinsics.from_k(k, width, height)
+    return PinholeCamera.from_k(k, width, height)
 
 
 def _resampled(
-    camera: CameraIntrinsics,
+    camera: PinholeCamera,
     width: int,
     height: int,
     box: tuple[float, float, float, float] | None = None,
-) -> CameraIntrinsics:
+) -> PinholeCamera:
     """Return the camera of an image resampling ``box`` (left, top, right, bottom edges).
 
     A corner-origin coordinate x maps to (x - left)·width / (right - left); with K's
@@ -61,7 +61,7 @@ def _resampled(
             [0.0, 0.0, 1.0],
         ]
     )
-    return CameraIntrinsics.from_k(k, width, height)
+    return PinholeCamera.from_k(k, width, height)
 
 
 RGB = _pinhole(640, 480, 60.0)
@@ -95,7 +95,7 @@ class BoxPerson:
             RIGHT_WRIST: (x - 0.45, y + 0.1, z),
         }
 
-    def keypoints(self, camera: CameraIntrinsics = RGB, score: float = 0.9) -> np.ndarray:
+    def keypoints(self, camera: PinholeCamera = RGB, score: float = 0.9) -> np.ndarray:
         """Return the (17, 3) keypoints of the joints, rounded to whole pixels like a heatmap's."""
         keypoints = np.zeros((17, 3))
         for index, joint in self.joints.items():
@@ -103,7 +103,7 @@ class BoxPerson:
             keypoints[index, 2] = score
         return keypoints
 
-    def depth(self, camera: CameraIntrinsics, noise_m: float = 0.0, seed: int = 0) -> np.ndarray:
+    def depth(self, camera: PinholeCamera, noise_m: float = 0.0, seed: int = 0) -> np.ndarray:
         """Render the z-depth image of the box in front of a wall at ``WALL_Z``."""
         columns, rows = np.meshgrid(np.arange(camera.width), np.arange(camera.height))
         rays = camera.ray(np.stack([columns + 0.5, rows + 0.5], axis=-1))  # z = 1: t is depth
@@ -122,7 +122,7 @@ class BoxPerson:
 def _localize(
     person: BoxPerson,
     depth: np.ndarray,
-    depth_camera: CameraIntrinsics = RGB,
+    depth_camera: PinholeCamera = RGB,
     keypoints: np.ndarray | None = None,
     config: LocalizerConfig | None = None,
 ) -> Localization:
@@ -534,7 +534,7 @@ def test_absent_keypoints_may_hold_nan():
 
 def test_wrong_types_are_refused():
     arguments = _good()
-    with pytest.raises(TypeError, match='depth_camera must be CameraIntrinsics'):
+    with pytest.raises(TypeError, match='depth_camera must be PinholeCamera'):
         PersonLocalizer().localize(arguments['keypoints'], arguments['depth'], RGB, None)
     with pytest.raises(TypeError, match='location must be PersonLocation'):
         PersonLocalizer().to_odom(None, np.eye(4))
@@ -546,7 +546,7 @@ _K = [500.0, 0.0, 319.5, 0.0, 500.0, 239.5, 0.0, 0.0, 1.0]
 @pytest.mark.parametrize(
     ('k', 'width', 'height', 'message'),
     [
-        ([0.0] * 9, 640, 480, 'must end with the row'),
+        ([0.0] * 9, 640, 480, 'all zeros: the camera is uncalibrated'),
         ([0.0] * 8 + [1.0], 640, 480, 'fx must be positive.*uncalibrated'),
         (_K[:4] + [-500.0] + _K[5:], 640, 480, 'fy must be positive'),
         (_K[:1] + [2.0] + _K[2:], 640, 480, 'no skew'),
@@ -558,7 +558,7 @@ _K = [500.0, 0.0, 319.5, 0.0, 500.0, 239.5, 0.0, 0.0, 1.0]
 )
 def test_bad_intrinsics_are_refused(k, width, height, message):
     with pytest.raises(ValueError, match=message):
-        CameraIntrinsics.from_k(k, width, height)
+        PinholeCamera.from_k(k, width, height)
 
 
 def _scaled_transform() -> np.ndarray:
@@ -655,4 +655,4 @@ def test_bad_location_is_refused(change, message):
 
 def test_intrinsics_matrix_is_camera_info_k():
     k = [500.0, 0.0, 319.5, 0.0, 510.0, 239.5, 0.0, 0.0, 1.0]
-    np.testing.assert_array_equal(CameraIntrinsics.from_k(k, 640, 480).matrix.reshape(-1), k)
+    np.testing.assert_array_equal(PinholeCamera.from_k(k, 640, 480).matrix.reshape(-1), k)

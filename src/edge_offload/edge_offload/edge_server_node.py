@@ -23,10 +23,15 @@ from __future__ import annotations
 
 import sys
 
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from diagnostic_msgs.msg import DiagnosticStatus
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 
 from edge_offload import protocol
+from edge_offload.diagnostics import (
+    create_diagnostics_publisher,
+    diagnostic_array,
+    diagnostic_status,
+)
 from edge_offload.keys import KeyFileError
 from edge_offload.models import UnknownModelError
 from edge_offload.ros_logging import forward_python_logging
@@ -155,7 +160,7 @@ class EdgeServerNode(LifecycleNode):
         except (ValueError, KeyError, KeyFileError, UnknownModelError) as error:
             self.get_logger().error(f'configure failed: {error}')
             return TransitionCallbackReturn.FAILURE
-        self._diagnostics_publisher = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
+        self._diagnostics_publisher = create_diagnostics_publisher(self)
         self._diagnostics_timer = self.create_timer(
             values['diagnostics_period_s'], self._publish_diagnostics
         )
@@ -241,12 +246,6 @@ class EdgeServerNode(LifecycleNode):
             return
         level, text = self._supervise(server)
         stats = server.stats()
-        status = DiagnosticStatus(
-            name=f'{self.get_name()}: edge server',
-            hardware_id=server.config.server_id,
-            level=level,
-            message=text,
-        )
         load = stats.inflight / stats.worker_threads
         values = {
             'endpoint': stats.endpoint,
@@ -269,10 +268,14 @@ class EdgeServerNode(LifecycleNode):
             values[f'{name} latency mean ms'] = f'{latency.mean_s * 1e3:.2f}'
             values[f'{name} latency p50 ms'] = f'{latency.p50_s * 1e3:.2f}'
             values[f'{name} latency p95 ms'] = f'{latency.p95_s * 1e3:.2f}'
-        status.values = [KeyValue(key=key, value=str(value)) for key, value in values.items()]
-        array = DiagnosticArray(status=[status])
-        array.header.stamp = self.get_clock().now().to_msg()
-        self._diagnostics_publisher.publish(array)
+        status = diagnostic_status(
+            f'{self.get_name()}: edge server',
+            level,
+            text,
+            values,
+            hardware_id=server.config.server_id,
+        )
+        self._diagnostics_publisher.publish(diagnostic_array(self, [status]))
 
 
 def main(args: list[str] | None = None) -> int:

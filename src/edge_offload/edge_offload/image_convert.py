@@ -25,6 +25,7 @@ against a limit (``ImageTooLargeError``). ``image_tensor_shape`` gives the shape
 from __future__ import annotations
 
 import array
+from typing import Any
 
 import numpy as np
 import torch
@@ -171,6 +172,17 @@ def _real_cv_bridge():  # noqa: ANN202 - cv_bridge is optional
 _CV_BRIDGE = _real_cv_bridge()
 
 
+def convert_pixels(pixels: np.ndarray, source: str, target: str) -> np.ndarray:
+    """Convert ``pixels`` (H x W or H x W x C) from encoding ``source`` to ``target``.
+
+    cv_bridge's rules ('passthrough' keeps them as they are); one channel comes back
+    H x W. Raises ImageFormatError for conversions cv_bridge refuses.
+    """
+    planes = pixels[:, :, None] if pixels.ndim == 2 else pixels
+    converted = _convert_array(planes, source, target)
+    return converted[:, :, 0] if converted.shape[2] == 1 else converted
+
+
 def _convert_array(pixels: np.ndarray, source: str, target: str) -> np.ndarray:
     """Convert H x W x C ``pixels`` from encoding ``source`` to ``target`` (cv_bridge rules)."""
     if target in ('passthrough', source):
@@ -254,6 +266,19 @@ def cv2_to_imgmsg(pixels: np.ndarray, encoding: str = 'passthrough', header=None
         except Exception as error:  # noqa: BLE001 - CvBridgeError and cv2 errors alike
             raise ImageFormatError(str(error)) from None
         return message
+    fields = image_fields(pixels, encoding)
+    message = Image(**fields)
+    if header is not None:
+        message.header = header
+    return message
+
+
+def image_fields(pixels: np.ndarray, encoding: str = 'passthrough') -> dict[str, Any]:
+    """Return the ``sensor_msgs/Image`` fields (all but the header) that hold ``pixels``.
+
+    For any message type with those fields (rclpy's, or rosbags' when writing a bag);
+    ``encoding`` as in :func:`cv2_to_imgmsg`.
+    """
     if not isinstance(pixels, np.ndarray) or pixels.ndim not in (2, 3):
         raise ImageFormatError('an image must be an H x W or H x W x C NumPy array')
     channels = 1 if pixels.ndim == 2 else pixels.shape[2]
@@ -273,16 +298,14 @@ def cv2_to_imgmsg(pixels: np.ndarray, encoding: str = 'passthrough', header=None
     if height * width > MAX_IMAGE_PIXELS or height == 0 or width == 0:
         raise ImageFormatError(f'image size {width}x{height} is empty or too large')
     contiguous = np.ascontiguousarray(pixels)
-    message = Image()
-    if header is not None:
-        message.header = header
-    message.height = height
-    message.width = width
-    message.encoding = encoding
-    message.is_bigendian = int(contiguous.dtype.byteorder == '>')
-    message.step = width * channels * contiguous.dtype.itemsize
-    message.data = contiguous.tobytes()
-    return message
+    return {
+        'height': height,
+        'width': width,
+        'encoding': encoding,
+        'is_bigendian': int(contiguous.dtype.byteorder == '>'),
+        'step': width * channels * contiguous.dtype.itemsize,
+        'data': contiguous.tobytes(),
+    }
 
 
 def _passthrough_encoding(dtype: np.dtype, channels: int) -> str:

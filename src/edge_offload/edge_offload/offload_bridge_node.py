@@ -74,7 +74,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import torch
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.action.server import ServerGoalHandle
@@ -87,6 +87,11 @@ from rclpy.task import Future
 from edge_offload import protocol
 from edge_offload.api import LOCAL_MODE, Offloader, OffloaderConfig
 from edge_offload.client import ClientConfig
+from edge_offload.diagnostics import (
+    create_diagnostics_publisher,
+    diagnostic_array,
+    diagnostic_status,
+)
 from edge_offload.errors import ErrorCode, OffloadError
 from edge_offload.image_convert import (
     ImageFormatError,
@@ -102,6 +107,7 @@ from edge_offload.request_timeout import DEFAULT_CEILING_S, DEFAULT_FACTOR, Requ
 from edge_offload.ros_logging import forward_python_logging
 from edge_offload.ros_node_main import run_lifecycle_node
 from edge_offload.ros_params import ParamSpec, declare_parameters, parameter_values
+from edge_offload.stamps import stamp_seconds
 from edge_offload.tensor_blob import TensorBlobError, from_tensor_blob, to_tensor_blob
 from offload_interfaces.action import Offload
 from offload_interfaces.msg import LinkState
@@ -360,7 +366,7 @@ class OffloadBridgeNode(LifecycleNode):
         )
         timer_group = MutuallyExclusiveCallbackGroup()
         link_publisher = self.create_publisher(LinkState, 'link_state', 10)
-        diagnostics_publisher = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
+        diagnostics_publisher = create_diagnostics_publisher(self)
         self._status_publishers = [link_publisher, diagnostics_publisher]
         self._status_timers = [
             self.create_timer(
@@ -482,7 +488,7 @@ class OffloadBridgeNode(LifecycleNode):
 
     def _on_accepted(self, goal_handle: ServerGoalHandle) -> None:
         now = time.monotonic()
-        deadline_s = goal_handle.request.deadline.sec + goal_handle.request.deadline.nanosec * 1e-9
+        deadline_s = stamp_seconds(goal_handle.request.deadline)
         job = _Job(goal_handle, now, now + deadline_s if deadline_s > 0 else None)
         with self._goal_lock:
             self._job_of_goal[bytes(goal_handle.goal_id.uuid)] = job
@@ -804,11 +810,9 @@ class OffloadBridgeNode(LifecycleNode):
         return values
 
     def _diagnostics(self) -> DiagnosticArray:
-        array = DiagnosticArray()
-        array.header.stamp = self.get_clock().now().to_msg()
         offloader = self._offloader
         if offloader is None:
-            return array
+            return diagnostic_array(self, [])
         status = offloader.status()
         link = offloader.link_estimate()
         connected = status.connection == 'connected'
@@ -842,16 +846,10 @@ class OffloadBridgeNode(LifecycleNode):
             'rtt_ms': f'{link.rtt_s * 1e3:.2f}',
             **self._request_timeout_values(status.mode),
         }
-        array.status = [
-            DiagnosticStatus(
-                level=level,
-                name=f'{self.get_name()}: offloading',
-                message=text,
-                hardware_id=self._server_id,
-                values=[KeyValue(key=key, value=str(value)) for key, value in values.items()],
-            )
-        ]
-        return array
+        status = diagnostic_status(
+            f'{self.get_name()}: offloading', level, text, values, hardware_id=self._server_id
+        )
+        return diagnostic_array(self, [status])
 
 
 def _destroyed(server: ActionServer) -> bool:

@@ -13,7 +13,9 @@ import torch
 
 from edge_offload.image_convert import (
     ImageFormatError,
+    convert_pixels,
     cv2_to_imgmsg,
+    image_fields,
     image_to_tensor,
     imgmsg_to_cv2,
 )
@@ -134,3 +136,23 @@ def test_inconsistent_messages_and_arrays_are_refused():
         cv2_to_imgmsg(SAMPLES['mono8'], 'rgb8')
     with pytest.raises(ImageFormatError, match='needs 1 channel'):
         cv2_to_imgmsg(SAMPLES['32FC1'].astype(np.float64), '32FC1')
+
+
+def test_bag_images_use_the_same_fields_and_conversions():
+    """The rosbags side (bag writers and readers) goes through the same table."""
+    from rosbags.typesys import Stores, get_typestore
+
+    image_type = get_typestore(Stores.ROS2_HUMBLE).types['sensor_msgs/msg/Image']
+    header_type = get_typestore(Stores.ROS2_HUMBLE).types['std_msgs/msg/Header']
+    time_type = get_typestore(Stores.ROS2_HUMBLE).types['builtin_interfaces/msg/Time']
+    depth = np.linspace(0.5, 4.0, 12, dtype=np.float32).reshape(3, 4)
+    fields = image_fields(depth, '32FC1')
+    fields['data'] = np.frombuffer(fields['data'], np.uint8)
+    header = header_type(stamp=time_type(sec=1, nanosec=2), frame_id='optical')
+    message = image_type(header=header, **fields)
+    np.testing.assert_array_equal(imgmsg_to_cv2(message), depth)
+    grey = np.arange(12, dtype=np.uint8).reshape(3, 4)
+    np.testing.assert_array_equal(
+        convert_pixels(grey, 'mono8', 'bgr8'), np.repeat(grey[:, :, None], 3, axis=2)
+    )
+    assert convert_pixels(SAMPLES['rgb8'], 'rgb8', 'mono8').ndim == 2

@@ -56,6 +56,42 @@ def _offload(executor, client: ActionClient, image: np.ndarray) -> Offload.Resul
     return result.result().result
 
 
+def _save_plan_table(plan_dir, image: np.ndarray, device_factor: float) -> None:
+    """Plan ``MODEL`` for ``image`` (one bucket, 8 MB/s) into ``plan_dir``, as the mode reads."""
+    model = load_model(MODEL)
+    inputs = [torch.from_numpy(image)]
+    graph = capture(model.module, inputs)
+    table = make_plan_table(
+        MODEL, graph, analyse(graph), inputs, device_factor=device_factor, workers=1, buckets=[8]
+    )
+    mode = LopInferMode.__new__(LopInferMode)
+    mode.options = {'plan_dir': str(plan_dir)}
+    path = mode.table_path(MODEL, graph)
+    path.parent.mkdir(parents=True)
+    table.save(path)
+
+
+def _start_server_and_bridge(ros_processes, tmp_path, **lopinfer_options):
+    """Start the edge server and a lopinfer bridge with ``lopinfer.<option>`` parameters."""
+    keys = make_test_keys(tmp_path / 'keys')
+    port = free_tcp_port()
+    ros_processes.start(
+        edge_server_node_command(port, keys, [MODEL], modes=['nnto', 'lopinfer']),
+        name='edge_server',
+    )
+    return ros_processes.start(
+        offload_bridge_node_command(
+            port,
+            keys,
+            [MODEL],
+            mode='lopinfer',
+            fallback_to_local=True,
+            **{f'lopinfer.{name}': value for name, value in lopinfer_options.items()},
+        ),
+        name='offload_bridge',
+    )
+
+
 @pytest.mark.parametrize('plan_kind', ['server_only', 'lopinfer'])
 def test_bridge_runs_lopinfer_with_its_ros_parameters(
     tmp_path, ros_context, ros_executor, ros_processes, plan_kind
@@ -63,38 +99,14 @@ def test_bridge_runs_lopinfer_with_its_ros_parameters(
     model = load_model(MODEL)
     rng = np.random.default_rng(0)
     images = [rng.random((1, 3, 64, 64), dtype=np.float32) for _ in range(3)]
-    inputs = [torch.from_numpy(images[0])]
-    graph = capture(model.module, inputs)
-    table = make_plan_table(
-        MODEL, graph, analyse(graph), inputs, device_factor=3.0, workers=1, buckets=[8]
-    )
-    mode = LopInferMode.__new__(LopInferMode)
-    mode.options = {'plan_dir': str(tmp_path / 'plans')}
-    path = mode.table_path(MODEL, graph)
-    path.parent.mkdir(parents=True)
-    table.save(path)
-
-    keys = make_test_keys(tmp_path / 'keys')
-    port = free_tcp_port()
-    ros_processes.start(
-        edge_server_node_command(port, keys, [MODEL], modes=['nnto', 'lopinfer']),
-        name='edge_server',
-    )
-    bridge = ros_processes.start(
-        offload_bridge_node_command(
-            port,
-            keys,
-            [MODEL],
-            mode='lopinfer',
-            fallback_to_local=True,
-            **{
-                'lopinfer.plan_dir': str(tmp_path / 'plans'),
-                'lopinfer.device_factor': 3.0,
-                'lopinfer.fixed_bandwidth_bytes_per_s': 8e6,
-                'lopinfer.plan_kind': plan_kind,
-            },
-        ),
-        name='offload_bridge',
+    _save_plan_table(tmp_path / 'plans', images[0], device_factor=3.0)
+    bridge = _start_server_and_bridge(
+        ros_processes,
+        tmp_path,
+        plan_dir=str(tmp_path / 'plans'),
+        device_factor=3.0,
+        fixed_bandwidth_bytes_per_s=8e6,
+        plan_kind=plan_kind,
     )
     node = Node('lopinfer_bridge_test', context=ros_context)
     ros_executor.add_node(node)
@@ -155,41 +167,17 @@ def test_bridge_runs_lopinfer_with_its_ros_parameters(
 
 def test_plugin_warnings_reach_rosout(tmp_path, ros_context, ros_executor, ros_processes):
     """A plug-in logs through its mode context: its warning is on ``/rosout``, by the bridge."""
-    model = load_model(MODEL)
     image = np.random.default_rng(1).random((1, 3, 64, 64), dtype=np.float32)
-    inputs = [torch.from_numpy(image)]
-    graph = capture(model.module, inputs)
     # Planned for a device 3x slower than this one; the bridge is told 2x.
-    table = make_plan_table(
-        MODEL, graph, analyse(graph), inputs, device_factor=3.0, workers=1, buckets=[8]
-    )
-    mode = LopInferMode.__new__(LopInferMode)
-    mode.options = {'plan_dir': str(tmp_path / 'plans')}
-    path = mode.table_path(MODEL, graph)
-    path.parent.mkdir(parents=True)
-    table.save(path)
+    _save_plan_table(tmp_path / 'plans', image, device_factor=3.0)
 
     node = Node('rosout_listener', context=ros_context)
     ros_executor.add_node(node)
     logs: list[Log] = []
     node.create_subscription(Log, '/rosout', logs.append, 100)
 
-    keys = make_test_keys(tmp_path / 'keys')
-    port = free_tcp_port()
-    ros_processes.start(
-        edge_server_node_command(port, keys, [MODEL], modes=['nnto', 'lopinfer']),
-        name='edge_server',
-    )
-    bridge = ros_processes.start(
-        offload_bridge_node_command(
-            port,
-            keys,
-            [MODEL],
-            mode='lopinfer',
-            fallback_to_local=True,
-            **{'lopinfer.plan_dir': str(tmp_path / 'plans'), 'lopinfer.device_factor': 2.0},
-        ),
-        name='offload_bridge',
+    bridge = _start_server_and_bridge(
+        ros_processes, tmp_path, plan_dir=str(tmp_path / 'plans'), device_factor=2.0
     )
     client = ActionClient(node, Offload, 'offload')
     assert spin_until(ros_executor, client.server_is_ready, timeout_s=30.0), (

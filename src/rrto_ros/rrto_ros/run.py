@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from edge_offload.client import ClientConfig, ConnectionState, EdgeClient
-from edge_offload.keys import ensure_loopback_keys
+from edge_offload.keys import DEFAULT_KEYS_DIR, ensure_loopback_keys
 from edge_offload.server import EdgeServer, ServerConfig
 from rrto_ros.offload_runtime import DEFAULT_RETRY_REFUSED_S, InferenceRecord, ModuleOffloader
 from rrto_ros.remote import RemoteSession
@@ -85,8 +85,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument('--mode', choices=('rrto', 'per_op'), default='rrto')
     parser.add_argument('--endpoint', default='tcp://127.0.0.1:5555', help='edge server')
     parser.add_argument(
-        '--keys-dir', type=Path, default=Path('~/.edge_offload/keys'),
-        help='CURVE keys: robot.key_secret and server.key (created for --start-edge-server)',
+        '--keys-dir', type=Path, default=DEFAULT_KEYS_DIR,
+        help='CURVE keys: robot.key_secret and server.key (created for --start-edge-server); '
+        "default: edge_offload_keygen's folder, %(default)s",
     )  # fmt: skip
     parser.add_argument(
         '--start-edge-server', action='store_true',
