@@ -370,39 +370,9 @@ def run_scheduler(
     s = data.sequence
     config = config or PipelineConfig(use_local_algorithm=use_la, fps=data.fps)
     default_frames = latency_model.default_frames(data.fps)
-    mpc = None
-    if policy_name == 'accumo':
-        tasks = [
-            TaskSpec(name, latency, limit)
-            for name, latency, limit in zip(
-                ('depth', 'odometry'), STRIDE_LIMIT_LATENCIES, DEFAULT_STRIDE_LIMITS, strict=True
-            )
-        ]
-        mpc = MpcScheduler(tasks, horizon=30, merge=weighted_sum(weights or (1.0, 1.0)))
-        mpc = mpc.with_latencies(default_frames)
-    policy = make_policy(policy_name, 2, mpc)
-    pipeline = _EvalPipeline(
-        s.intrinsics,
-        policy,
-        lambda frame, _rgb: data.lite_depth[frame],
-        odometry_model,
-        initial_pose=data.truth[0],
-        initial_velocity=s.velocities_world[0],
-        noise=imu_noise_of(s),
-        config=config,
-        latency_frames=default_frames,
-        accuracy_source=(
-            _oracle(
-                data,
-                use_la,
-                oracle,
-                _initial_odometry_model(odometry_model, latency_model, data.fps),
-            )
-            if oracle
-            else None
-        ),
+    pipeline = _build_pipeline(
+        data, policy_name, use_la, oracle, weights, latency_model, odometry_model, config
     )
-    pipeline.data = data
     latencies = OffloadLatencyEstimator(default_frames, data.fps)
     rng = np.random.default_rng(seed)
     frames = len(s.frame_times)
@@ -421,20 +391,8 @@ def run_scheduler(
             pipeline.add_imu(s.imu_times[imu], s.angular_velocity[imu], s.linear_acceleration[imu])
             imu += 1
         if in_flight is not None and in_flight[0] <= frame:
-            _, offloaded_frame, tasks, latency_s = in_flight
-            for task in tasks:
-                if task == DEPTH:
-                    pipeline.depth_result(offloaded_frame, data.server_depth[offloaded_frame])
-                else:
-                    first, second, _ = pipeline.odometry_pair(offloaded_frame)
-                    result = data.vo(first, second)
-                    relative = result.relative_pose if result.ok else None
-                    pipeline.odometry_result(
-                        offloaded_frame, relative, result.covariance, result.inliers
-                    )
-                latencies.record(task, OffloadSample(latency_s))
+            _deliver(pipeline, data, in_flight[1:], latencies)
             in_flight = None
-            pipeline.set_latency_frames(latencies.frames())
         pipeline.begin_frame(frame, frame_time, s.rgb[frame])
         if not pipeline.outstanding:
             decision = pipeline.decide()
@@ -481,6 +439,68 @@ def run_scheduler(
         drop_rates,
         data.fps,
     )
+
+
+def _build_pipeline(
+    data: SequenceData,
+    policy_name: str,
+    use_la: bool,
+    oracle: bool,
+    weights: tuple[float, float] | None,
+    latency_model: LatencyModel,
+    odometry_model: OdometryAccuracyModel | OdometryModelSet,
+    config: PipelineConfig,
+) -> _EvalPipeline:
+    """Return the pipeline of one run: the policy (with its MPC for AccuMO) over ``data``."""
+    default_frames = latency_model.default_frames(data.fps)
+    mpc = None
+    if policy_name == 'accumo':
+        tasks = [
+            TaskSpec(name, latency, limit)
+            for name, latency, limit in zip(
+                ('depth', 'odometry'), STRIDE_LIMIT_LATENCIES, DEFAULT_STRIDE_LIMITS, strict=True
+            )
+        ]
+        mpc = MpcScheduler(tasks, horizon=30, merge=weighted_sum(weights or (1.0, 1.0)))
+        mpc = mpc.with_latencies(default_frames)
+    accuracy_source = None
+    if oracle:
+        initial = _initial_odometry_model(odometry_model, latency_model, data.fps)
+        accuracy_source = _oracle(data, use_la, oracle, initial)
+    pipeline = _EvalPipeline(
+        data.sequence.intrinsics,
+        make_policy(policy_name, 2, mpc),
+        lambda frame, _rgb: data.lite_depth[frame],
+        odometry_model,
+        initial_pose=data.truth[0],
+        initial_velocity=data.sequence.velocities_world[0],
+        noise=imu_noise_of(data.sequence),
+        config=config,
+        latency_frames=default_frames,
+        accuracy_source=accuracy_source,
+    )
+    pipeline.data = data
+    return pipeline
+
+
+def _deliver(
+    pipeline: _EvalPipeline,
+    data: SequenceData,
+    offload: tuple[int, tuple[int, ...], float],
+    latencies: OffloadLatencyEstimator,
+) -> None:
+    """Hand the pipeline the server's results of an offload that has arrived."""
+    offloaded_frame, tasks, latency_s = offload
+    for task in tasks:
+        if task == DEPTH:
+            pipeline.depth_result(offloaded_frame, data.server_depth[offloaded_frame])
+        else:
+            first, second, _ = pipeline.odometry_pair(offloaded_frame)
+            result = data.vo(first, second)
+            relative = result.relative_pose if result.ok else None
+            pipeline.odometry_result(offloaded_frame, relative, result.covariance, result.inliers)
+        latencies.record(task, OffloadSample(latency_s))
+    pipeline.set_latency_frames(latencies.frames())
 
 
 def evaluate_sequence(

@@ -36,6 +36,7 @@ from edge_offload.link_monitor import LinkEstimate, LinkEstimator
 from edge_offload.models import InvalidInputError, ModelCache, UnknownModelError
 from edge_offload.modes.base import (
     InferenceRequest,
+    InferenceResult,
     InferenceStats,
     ModeContext,
     OffloadMode,
@@ -181,17 +182,7 @@ class Offloader:
         mode_name = mode or self._mode
         with self._lock:
             self._counters['requests'] += 1
-        try:
-            selected = self._get_mode(mode_name)
-        except KeyError as error:
-            raise OffloadError(str(error.args[0]), ErrorCode.INVALID_INPUT) from None
-        try:
-            loaded = self.models.get(model)
-            loaded.validate(inputs)
-        except UnknownModelError as error:
-            raise OffloadError(str(error), ErrorCode.UNKNOWN_MODEL) from None
-        except InvalidInputError as error:
-            raise OffloadError(str(error), ErrorCode.INVALID_INPUT) from None
+        selected = self._checked_mode(mode_name, model, inputs)
         if deadline is not None and started >= deadline:
             raise DeadlineMissedError('deadline passed before the request started')
         cancel = cancel or threading.Event()
@@ -204,33 +195,20 @@ class Offloader:
             cancel=cancel,
             progress=progress,
         )
-        fallback_reason = unserved = ''
+        fallback_reason = ''
         if selected.uses_server:
-            if self.client is None:
-                fallback_reason = 'no edge server configured'
-            elif self.client.state is not ConnectionState.CONNECTED:
-                fallback_reason = f'edge server {self.client.state.value}: '
-                fallback_reason += self.client.state_reason
-            elif selected.needs_server_model and (unserved := self._unserved_reason(model)):
-                fallback_reason = unserved
-            else:
-                try:
-                    result = selected.infer(request)
-                except OffloadCancelledError:
-                    raise
-                except OffloadError as error:
-                    fallback_reason = str(error)
-                else:
-                    with self._lock:
-                        self._counters['offloaded'] += 1
-                    result.stats.total_time_s = time.monotonic() - started
-                    return OffloadOutcome(
-                        outputs=result.outputs,
-                        requested_mode=mode_name,
-                        mode_used=result.mode,
-                        late=deadline is not None and time.monotonic() > deadline,
-                        stats=result.stats,
-                    )
+            result, fallback_reason, unserved = self._try_offload(selected, request)
+            if result is not None:
+                with self._lock:
+                    self._counters['offloaded'] += 1
+                result.stats.total_time_s = time.monotonic() - started
+                return OffloadOutcome(
+                    outputs=result.outputs,
+                    requested_mode=mode_name,
+                    mode_used=result.mode,
+                    late=deadline is not None and time.monotonic() > deadline,
+                    stats=result.stats,
+                )
             if not self.config.fallback_to_local:
                 with self._lock:
                     self._counters['failures'] += 1
@@ -254,6 +232,46 @@ class Offloader:
             late=deadline is not None and time.monotonic() > deadline,
             stats=result.stats,
         )
+
+    def _checked_mode(
+        self, mode_name: str, model: str, inputs: Mapping[str, torch.Tensor]
+    ) -> OffloadMode:
+        """Return the mode to run; OffloadError for an unknown mode or model, bad inputs."""
+        try:
+            selected = self._get_mode(mode_name)
+        except KeyError as error:
+            raise OffloadError(str(error.args[0]), ErrorCode.INVALID_INPUT) from None
+        try:
+            loaded = self.models.get(model)
+            loaded.validate(inputs)
+        except UnknownModelError as error:
+            raise OffloadError(str(error), ErrorCode.UNKNOWN_MODEL) from None
+        except InvalidInputError as error:
+            raise OffloadError(str(error), ErrorCode.INVALID_INPUT) from None
+        return selected
+
+    def _try_offload(
+        self, selected: OffloadMode, request: InferenceRequest
+    ) -> tuple[InferenceResult | None, str, str]:
+        """Run ``request`` in a server mode: (result, '', '') or (None, why not, unserved).
+
+        ``unserved`` is set when the server does not serve the model (said once, not per
+        request). A cancellation is raised, not a reason to fall back.
+        """
+        if self.client is None:
+            return None, 'no edge server configured', ''
+        if self.client.state is not ConnectionState.CONNECTED:
+            return None, f'edge server {self.client.state.value}: {self.client.state_reason}', ''
+        if selected.needs_server_model:
+            unserved = self._unserved_reason(request.model)
+            if unserved:
+                return None, unserved, unserved
+        try:
+            return selected.infer(request), '', ''
+        except OffloadCancelledError:
+            raise
+        except OffloadError as error:
+            return None, str(error), ''
 
     def _offload_deadline(self, model: str, deadline: float | None, now: float) -> float | None:
         """Give the server the time that still leaves room to run locally after it."""

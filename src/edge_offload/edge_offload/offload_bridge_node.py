@@ -308,38 +308,8 @@ class OffloadBridgeNode(LifecycleNode):
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Connect to the server (in the background) and warm up the local models."""
         values = parameter_values(self, PARAMETERS)
-        mode_options: dict[str, dict] = {}
-        for name, value in parameter_values(self, self._mode_parameters).items():
-            mode, option = name.split('.', 1)
-            mode_options.setdefault(mode, {})[option] = value
         try:
-            request_timeouts = RequestTimeouts(
-                values['request_timeout_s'],
-                values['max_request_timeout_s'],
-                values['request_timeout_factor'],
-            )
-            client_config = ClientConfig(
-                endpoint=values['server_endpoint'],
-                client_name=values['client_name'],
-                security=values['security'],
-                allow_plaintext=values['allow_plaintext'],
-                secret_key_file=values['secret_key_file'],
-                server_public_key_file=values['server_public_key_file'],
-                max_message_bytes=values['max_message_bytes'],
-                request_timeout_s=values['request_timeout_s'],
-                ping_interval_s=values['ping_interval_s'],
-                liveness_timeout_s=values['liveness_timeout_s'],
-            )
-            self._offloader = Offloader(
-                OffloaderConfig(
-                    mode=values['mode'],
-                    fallback_to_local=values['fallback_to_local'],
-                    client=client_config,
-                    local_models=values['models'],
-                    link_window_s=values['link_window_s'],
-                    mode_options=mode_options,
-                )
-            )
+            self._offloader, request_timeouts = self._make_offloader(values)
         except (ValueError, KeyError, KeyFileError) as error:
             self.get_logger().error(f'configure failed: {error}')
             return TransitionCallbackReturn.FAILURE
@@ -364,25 +334,7 @@ class OffloadBridgeNode(LifecycleNode):
             if values['max_image_bytes'] <= values['max_message_bytes']
             else 'max_message_bytes'
         )
-        timer_group = MutuallyExclusiveCallbackGroup()
-        link_publisher = self.create_publisher(LinkState, 'link_state', 10)
-        diagnostics_publisher = create_diagnostics_publisher(self)
-        self._status_publishers = [link_publisher, diagnostics_publisher]
-        self._status_timers = [
-            self.create_timer(
-                1.0 / values['link_state_rate_hz'],
-                lambda: link_publisher.publish(self._link_state()),
-                callback_group=timer_group,
-            ),
-            self.create_timer(
-                values['diagnostics_period_s'],
-                lambda: self._publish_diagnostics(diagnostics_publisher),
-                callback_group=timer_group,
-            ),
-            self.create_timer(
-                _RELEASE_CHECK_PERIOD_S, self._release_goal_buffers, callback_group=timer_group
-            ),
-        ]
+        self._start_status_timers(values)
         self._result_ready_guard = self.create_guard_condition(lambda: None)
         self._jobs = queue.Queue(maxsize=values['max_queued_goals'])
         self._workers = [
@@ -402,6 +354,63 @@ class OffloadBridgeNode(LifecycleNode):
             f'(then {request_timeouts.factor:g} x p95, at most {request_timeouts.ceiling_s:g} s)'
         )
         return TransitionCallbackReturn.SUCCESS
+
+    def _make_offloader(self, values: dict) -> tuple[Offloader, RequestTimeouts]:
+        """Return the offloader and request timing the parameters describe (may raise)."""
+        mode_options: dict[str, dict] = {}
+        for name, value in parameter_values(self, self._mode_parameters).items():
+            mode, option = name.split('.', 1)
+            mode_options.setdefault(mode, {})[option] = value
+        request_timeouts = RequestTimeouts(
+            values['request_timeout_s'],
+            values['max_request_timeout_s'],
+            values['request_timeout_factor'],
+        )
+        client_config = ClientConfig(
+            endpoint=values['server_endpoint'],
+            client_name=values['client_name'],
+            security=values['security'],
+            allow_plaintext=values['allow_plaintext'],
+            secret_key_file=values['secret_key_file'],
+            server_public_key_file=values['server_public_key_file'],
+            max_message_bytes=values['max_message_bytes'],
+            request_timeout_s=values['request_timeout_s'],
+            ping_interval_s=values['ping_interval_s'],
+            liveness_timeout_s=values['liveness_timeout_s'],
+        )
+        offloader = Offloader(
+            OffloaderConfig(
+                mode=values['mode'],
+                fallback_to_local=values['fallback_to_local'],
+                client=client_config,
+                local_models=values['models'],
+                link_window_s=values['link_window_s'],
+                mode_options=mode_options,
+            )
+        )
+        return offloader, request_timeouts
+
+    def _start_status_timers(self, values: dict) -> None:
+        """Publish ``link_state`` and ``/diagnostics``; release finished goals' buffers."""
+        timer_group = MutuallyExclusiveCallbackGroup()
+        link_publisher = self.create_publisher(LinkState, 'link_state', 10)
+        diagnostics_publisher = create_diagnostics_publisher(self)
+        self._status_publishers = [link_publisher, diagnostics_publisher]
+        self._status_timers = [
+            self.create_timer(
+                1.0 / values['link_state_rate_hz'],
+                lambda: link_publisher.publish(self._link_state()),
+                callback_group=timer_group,
+            ),
+            self.create_timer(
+                values['diagnostics_period_s'],
+                lambda: self._publish_diagnostics(diagnostics_publisher),
+                callback_group=timer_group,
+            ),
+            self.create_timer(
+                _RELEASE_CHECK_PERIOD_S, self._release_goal_buffers, callback_group=timer_group
+            ),
+        ]
 
     def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Start accepting goals."""
