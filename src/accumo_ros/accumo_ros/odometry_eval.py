@@ -351,7 +351,7 @@ def depth_source(kind: str) -> DepthSource:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog='python -m accumo_ros.odometry_eval',
+        prog='accumo_odometry_eval',
         description='Odometry accuracy on a generated data set; fits the odometry accuracy model.',
     )
     parser.add_argument('--dataset', type=Path, required=True, help='accumo_generate folder.')

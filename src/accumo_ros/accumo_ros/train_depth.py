@@ -376,7 +376,7 @@ def _rounded(errors: DepthErrors) -> dict[str, float | int]:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog='python -m accumo_ros.train_depth',
+        prog='accumo_train_depth',
         description="Train AccuMO's server or lite monocular depth net on a generated data set.",
     )
     parser.add_argument('--dataset', type=Path, required=True, help='accumo_generate folder.')

@@ -4,9 +4,9 @@
 
 Tests import it; runtime code never does. Its pytest fixtures (``pytest_plugin``) are
 loaded by this workspace's pytest configuration (``-p edge_offload_testing.pytest_plugin``
-in the root ``pyproject.toml`` and in each package's ``setup.cfg`` for ``colcon test``), not
-registered for every pytest run in the environment. The runtime helpers it re-exports
-(process groups, node command lines, graph waits) live in ``edge_offload``.
+in the root ``pyproject.toml``), not registered for every pytest run in the environment.
+The runtime helpers it re-exports (process groups, node command lines, graph waits) live in
+``edge_offload``.
 """
 
 from edge_offload.graph_wait import (

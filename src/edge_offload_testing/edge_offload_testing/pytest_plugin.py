@@ -1,6 +1,6 @@
 # Copyright 2026 The edge_offload authors
 # SPDX-License-Identifier: Apache-2.0
-"""Pytest fixtures for tests that run ROS 2 nodes (registered as a pytest11 plugin).
+"""Pytest fixtures for tests that run ROS 2 nodes (``-p edge_offload_testing.pytest_plugin``).
 
 ``ros_domain_id`` gives the test a domain of its own and exports it, with localhost-only
 discovery, to every process the test starts. ``ros_context`` is an initialised rclpy

@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """The ``lopinfer`` and ``layer_split`` modes: the classes edge_offload's plug-in groups load.
 
-A thin adapter, as ``rrto_ros.modes``: the robot half is :mod:`lopinfer_ros.robot`, the
-server half :mod:`lopinfer_ros.server`, the options :mod:`lopinfer_ros.options`. Both
+Only the registered names: the robot half is :mod:`lopinfer_ros.robot`, the server half
+:mod:`lopinfer_ros.server`, the options :mod:`lopinfer_ros.options`. Both
 halves of a mode share one name; ``layer_split`` runs the same runtime with the table's
 best layer partition (DSCCS-style) instead of its LOP plan.
 """

@@ -57,7 +57,7 @@ OPTION_SPECS: tuple[ModeOption, ...] = (
         'plan_kind',
         '',
         'Run another column of the plan table (device_only, server_only, layer_split, '
-        'lopinfer); empty: the mode own',
+        "lopinfer); empty: the mode's own",
     ),
     ModeOption('max_pushes_in_flight', 2, 'Robot slice messages awaiting an answer', 1, 64),
 )

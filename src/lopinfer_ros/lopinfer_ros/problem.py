@@ -3,7 +3,7 @@
 """What the planner sees of a model: a DAG of sliceable operators with costs (pure Python).
 
 The planner, simulator and plan tables work on a :class:`PlanProblem` only; the torch
-graph, locality analysis and profiler build one (``lopinfer_ros.analysis``). Keeping it
+graph, locality analysis and profiler build one (``graph``, ``locality``, ``profiler``). Keeping it
 plain data (tuples of ints and floats) makes it picklable for the parallel table builder
 and lets planner tests use hand-made graphs.
 
