@@ -30,7 +30,7 @@ setup(
             'offload_bridge = edge_offload.offload_bridge_node:main',
             'edge_offload_server = edge_offload.server:main',
             'edge_offload_keygen = edge_offload.keys:main',
-            'edge_offload_link_emulator = edge_offload.link_emulator:main',
+            'edge_offload_link_emulator = edge_offload.link_emulator_cli:main',
             'edge_offload_zoo = edge_offload.zoo.zoo_cli:main',
         ],
         # Offloading modes, loaded by name (robot half and server half).

@@ -34,49 +34,44 @@ other socket's sending direction; the pair is closed when both directions have e
 once on an error (upstream refused, connection reset), which is logged.
 
 Run-time changes (``set_uplink``, ``set_downlink``, ``set_delay``) apply to bytes that have
-not left the queue yet. The CLI (``python -m edge_offload.link_emulator --help``) prints
-``link_emulator listening on HOST:PORT`` once it accepts connections and runs until SIGINT or
-SIGTERM.
+not left the queue yet. The CLI (``edge_offload_link_emulator``, in
+:mod:`edge_offload.link_emulator_cli`) runs one in front of a server; the link model is in
+:mod:`edge_offload.link_shaping`.
 """
 
 from __future__ import annotations
 
-import argparse
 import errno
 import heapq
 import itertools
 import logging
-import math
 import queue
 import selectors
-import signal
 import socket
 import threading
 import time
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import dataclass, field
-from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 import numpy as np
 
+from edge_offload.link_shaping import (
+    DOWNLINK,
+    UPLINK,
+    LinkEmulatorConfig,
+    LinkStats,
+    ShapedLink,
+    check_bandwidth,
+    check_delay,
+    describe,
+)
 from edge_offload.link_traces import PACKET_BYTES, DeliveryTrace
 
 _LOGGER = logging.getLogger('edge_offload.link_emulator')  # also when run with -m
 
-UPLINK = 'uplink'
-DOWNLINK = 'downlink'
-
-DEFAULT_QUEUE_BYTES = 2_000_000
-# Bytes a direction may hold past its bottleneck queue (delay line and unsent backlog): a
-# memory cap that only binds for unlimited links or rate x delay products above it.
-MAX_IN_FLIGHT_BYTES = 64 * 1024 * 1024
-
-_BITS_PER_OPPORTUNITY = PACKET_BYTES * 8
-_READ_BYTES = 65536
 # A chunk released in one wake-up is scheduled in pieces of at most this many bytes.
 _PIECE_BYTES = 8 * PACKET_BYTES
 # A link with a backlog wakes about this often; never later than its delay allows, nor more
@@ -100,188 +95,6 @@ _WAKE = 2
 _CONNECT_TIMEOUT = 3
 
 
-@dataclass(frozen=True)
-class DirectionConfig:
-    """One direction of the emulated link.
-
-    ``rate_bps`` (constant rate) and ``trace`` are exclusive; with neither the bandwidth is
-    unlimited. ``delay_s`` is the one-way delay; ``jitter_s`` the standard deviation of the
-    one-way delay (normal, truncated at zero delay).
-    """
-
-    rate_bps: float | None = None
-    trace: DeliveryTrace | None = None
-    delay_s: float = 0.0
-    jitter_s: float = 0.0
-    queue_bytes: int = DEFAULT_QUEUE_BYTES
-
-    def __post_init__(self) -> None:
-        """Check that the values describe a link."""
-        _check_bandwidth(self.rate_bps, self.trace)
-        _check_delay(self.delay_s, self.jitter_s)
-        if isinstance(self.queue_bytes, bool) or not isinstance(self.queue_bytes, int):
-            raise TypeError(f'queue_bytes must be an int, got {self.queue_bytes!r}')
-        if self.queue_bytes < 1:
-            raise ValueError(f'queue_bytes must be >= 1, got {self.queue_bytes}')
-
-
-@dataclass(frozen=True)
-class LinkEmulatorConfig:
-    """Where the emulator listens, where it relays to, and the link in each direction."""
-
-    listen_host: str
-    listen_port: int
-    upstream_host: str
-    upstream_port: int
-    uplink: DirectionConfig = field(default_factory=DirectionConfig)
-    downlink: DirectionConfig = field(default_factory=DirectionConfig)
-    # Seeds the jitter; None draws fresh entropy.
-    seed: int | None = 0
-
-    def __post_init__(self) -> None:
-        """Check the ports."""
-        if not 0 <= self.listen_port <= 65535:
-            raise ValueError(f'listen_port must be in 0..65535, got {self.listen_port}')
-        if not 1 <= self.upstream_port <= 65535:
-            raise ValueError(f'upstream_port must be in 1..65535, got {self.upstream_port}')
-
-    @classmethod
-    def from_rtt(
-        cls,
-        upstream_host: str,
-        upstream_port: int,
-        *,
-        listen_host: str = '127.0.0.1',
-        listen_port: int = 0,
-        rtt_s: float = 0.0,
-        jitter_s: float = 0.0,
-        uplink_bps: float | None = None,
-        downlink_bps: float | None = None,
-        uplink_trace: DeliveryTrace | None = None,
-        downlink_trace: DeliveryTrace | None = None,
-        queue_bytes: int = DEFAULT_QUEUE_BYTES,
-        seed: int | None = 0,
-    ) -> LinkEmulatorConfig:
-        """Build a config with ``rtt_s / 2`` of delay each way and ``jitter_s`` on each way."""
-        _check_delay(rtt_s, jitter_s)
-        return cls(
-            listen_host=listen_host,
-            listen_port=listen_port,
-            upstream_host=upstream_host,
-            upstream_port=upstream_port,
-            uplink=DirectionConfig(uplink_bps, uplink_trace, rtt_s / 2, jitter_s, queue_bytes),
-            downlink=DirectionConfig(
-                downlink_bps, downlink_trace, rtt_s / 2, jitter_s, queue_bytes
-            ),
-            seed=seed,
-        )
-
-
-@dataclass(frozen=True)
-class LinkStats:
-    """Counters of a running emulator (a snapshot)."""
-
-    connections_accepted: int
-    connections_active: int
-    # Accepted connections closed because the upstream could not be reached.
-    connections_failed: int
-    # Bytes written to the destination sockets.
-    uplink_bytes: int
-    downlink_bytes: int
-    # Bytes waiting in the bottleneck queue for a delivery opportunity.
-    uplink_queued_bytes: int
-    downlink_queued_bytes: int
-    # Bytes past the bottleneck, not yet written to their destination socket.
-    uplink_in_flight_bytes: int
-    downlink_in_flight_bytes: int
-
-
-def _check_bandwidth(rate_bps: float | None, trace: DeliveryTrace | None) -> None:
-    if rate_bps is not None and trace is not None:
-        raise ValueError('give a constant rate or a trace, not both')
-    if rate_bps is not None and not (math.isfinite(rate_bps) and rate_bps > 0):
-        raise ValueError(f'rate must be finite and > 0 bit/s, got {rate_bps}')
-    if trace is not None and not isinstance(trace, DeliveryTrace):
-        raise TypeError(f'trace must be a DeliveryTrace, got {type(trace).__name__}')
-
-
-def _check_delay(delay_s: float, jitter_s: float) -> None:
-    for name, value in (('delay', delay_s), ('jitter', jitter_s)):
-        if not (math.isfinite(value) and value >= 0):
-            raise ValueError(f'{name} must be finite and >= 0 s, got {value}')
-
-
-class _Schedule:
-    """The delivery opportunities of one direction, from the moment they were set."""
-
-    __slots__ = ('origin', 'rate_bps', 'trace', 'interval')
-
-    def __init__(self, origin: float, rate_bps: float | None, trace: DeliveryTrace | None):
-        self.origin = origin
-        self.rate_bps = rate_bps
-        self.trace = trace
-        self.interval = _BITS_PER_OPPORTUNITY / rate_bps if rate_bps else None
-
-    @property
-    def unlimited(self) -> bool:
-        return self.trace is None and self.interval is None
-
-    def count_until(self, t: float) -> int:
-        """Return the number of opportunities at times <= t."""
-        if self.trace is not None:
-            return self.trace.count_until(t - self.origin)
-        if t <= self.origin:
-            return 0
-        return math.floor((t - self.origin) / self.interval)
-
-    def time_of(self, index: int) -> float:
-        """Return the time of opportunity ``index`` (0-based)."""
-        if self.trace is not None:
-            return self.origin + self.trace.opportunity_time_s(index)
-        return self.origin + (index + 1) * self.interval
-
-
-class _Link:
-    """One direction: a shared FIFO byte queue drained at the delivery opportunities."""
-
-    def __init__(self, name: str, config: DirectionConfig, rng: np.random.Generator):
-        self.name = name
-        self.queue_limit = config.queue_bytes
-        self.read_size = min(_READ_BYTES, config.queue_bytes)
-        self.delay_s = config.delay_s
-        self.jitter_s = config.jitter_s
-        self.schedule = _Schedule(time.monotonic(), config.rate_bps, config.trace)
-        self.next_index = 0  # first opportunity not yet used or wasted
-        self.chunks: deque[list] = deque()  # [pipe, data, offset], oldest first
-        self.queued_bytes = 0
-        self.in_flight_bytes = 0
-        self.relayed_bytes = 0
-        self.paused: set[_Pipe] = set()  # pipes that stopped reading because the link is full
-        self.wake_at: float | None = None
-        self._rng = rng
-        self._normals: list[float] = []
-
-    def set_bandwidth(self, rate_bps: float | None, trace: DeliveryTrace | None, now: float):
-        self.schedule = _Schedule(now, rate_bps, trace)
-        self.next_index = 0
-
-    def has_room(self) -> bool:
-        if self.in_flight_bytes >= MAX_IN_FLIGHT_BYTES:
-            return False
-        return self.schedule.unlimited or self.queued_bytes + self.read_size <= self.queue_limit
-
-    def one_way_delay(self) -> float:
-        if not self.jitter_s:
-            return self.delay_s
-        for _ in range(8):  # truncated normal: draw again below zero
-            if not self._normals:
-                self._normals = self._rng.standard_normal(1024).tolist()
-            delay = self.delay_s + self.jitter_s * self._normals.pop()
-            if delay >= 0:
-                return delay
-        return 0.0
-
-
 class _Pipe:
     """One direction of one connection: src socket -> link -> dst socket."""
 
@@ -291,7 +104,9 @@ class _Pipe:
         'last_delivery',
     )  # fmt: skip
 
-    def __init__(self, conn: _Connection, link: _Link, src: socket.socket, dst: socket.socket):
+    def __init__(
+        self, conn: _Connection, link: ShapedLink, src: socket.socket, dst: socket.socket
+    ):
         self.conn = conn
         self.link = link
         self.src = src
@@ -318,8 +133,8 @@ class _Connection:
         ident: int,
         client: socket.socket,
         upstream: socket.socket,
-        uplink: _Link,
-        downlink: _Link,
+        uplink: ShapedLink,
+        downlink: ShapedLink,
     ):
         self.ident = ident
         self.client = client
@@ -342,8 +157,8 @@ class LinkEmulator:
         self.config = config
         seeds = [None, None] if config.seed is None else [[config.seed, 0], [config.seed, 1]]
         self._links = {
-            UPLINK: _Link(UPLINK, config.uplink, np.random.default_rng(seeds[0])),
-            DOWNLINK: _Link(DOWNLINK, config.downlink, np.random.default_rng(seeds[1])),
+            UPLINK: ShapedLink(UPLINK, config.uplink, np.random.default_rng(seeds[0])),
+            DOWNLINK: ShapedLink(DOWNLINK, config.downlink, np.random.default_rng(seeds[1])),
         }
         self._selector: selectors.BaseSelector | None = None
         self._listener: socket.socket | None = None
@@ -402,7 +217,7 @@ class LinkEmulator:
         _LOGGER.info(
             'link emulator on %s:%d -> %s:%d; uplink %s; downlink %s',
             *self._address, config.upstream_host, config.upstream_port,
-            _describe(self._links[UPLINK]), _describe(self._links[DOWNLINK]),
+            describe(self._links[UPLINK]), describe(self._links[DOWNLINK]),
         )  # fmt: skip
 
     def stop(self) -> None:
@@ -463,7 +278,7 @@ class LinkEmulator:
 
     def set_delay(self, rtt_s: float, jitter_s: float = 0.0) -> None:
         """Set ``rtt_s / 2`` of delay and ``jitter_s`` of jitter on each direction."""
-        _check_delay(rtt_s, jitter_s)
+        check_delay(rtt_s, jitter_s)
 
         def apply() -> None:
             for link in self._links.values():
@@ -495,7 +310,7 @@ class LinkEmulator:
             downlink_in_flight_bytes=down.in_flight_bytes,
         )
 
-    def _link(self, direction: str) -> _Link:
+    def _link(self, direction: str) -> ShapedLink:
         try:
             return self._links[direction]
         except KeyError:
@@ -504,7 +319,7 @@ class LinkEmulator:
     def _set_bandwidth(
         self, direction: str, rate_bps: float | None, trace: DeliveryTrace | None
     ) -> None:
-        _check_bandwidth(rate_bps, trace)
+        check_bandwidth(rate_bps, trace)
         link = self._link(direction)
 
         def apply() -> None:
@@ -517,7 +332,7 @@ class LinkEmulator:
                 self._flush_unlimited(link, now)
             self._schedule_wake(link, now, batch=True)
             self._resume_paused(link)
-            _LOGGER.info('%s bandwidth set to %s', direction, _describe(link))
+            _LOGGER.info('%s bandwidth set to %s', direction, describe(link))
 
         self._call_in_loop(apply)
 
@@ -749,7 +564,7 @@ class LinkEmulator:
             pipe.reading = reading
             self._refresh(conn, pipe.src)
 
-    def _resume_paused(self, link: _Link) -> None:
+    def _resume_paused(self, link: ShapedLink) -> None:
         if link.paused and link.has_room():
             for pipe in list(link.paused):
                 self._update_reading(pipe)
@@ -822,7 +637,7 @@ class LinkEmulator:
             self._schedule_wake(link, now, batch=backlog)
         self._update_reading(pipe)
 
-    def _advance(self, link: _Link, now: float) -> None:
+    def _advance(self, link: ShapedLink, now: float) -> None:
         """Send the queued bytes that the opportunities until ``now`` carry."""
         schedule = link.schedule
         if schedule.unlimited:
@@ -857,7 +672,7 @@ class LinkEmulator:
                 self._maybe_schedule_eof(pipe)
         # Opportunities the queue could not use are wasted.
 
-    def _flush_unlimited(self, link: _Link, now: float) -> None:
+    def _flush_unlimited(self, link: ShapedLink, now: float) -> None:
         """Send everything queued at once (the link just became unlimited)."""
         while link.chunks:
             pipe, data, offset = link.chunks.popleft()
@@ -870,7 +685,7 @@ class LinkEmulator:
             if pipe.src_eof and not pipe.queued:
                 self._maybe_schedule_eof(pipe)
 
-    def _transmit(self, link: _Link, pipe: _Pipe, piece: bytes, departure: float) -> None:
+    def _transmit(self, link: ShapedLink, pipe: _Pipe, piece: bytes, departure: float) -> None:
         """Put bytes that left the queue at ``departure`` on the delay line."""
         delivery = max(departure + link.one_way_delay(), pipe.last_delivery)
         pipe.last_delivery = delivery
@@ -878,7 +693,7 @@ class LinkEmulator:
         link.in_flight_bytes += len(piece)
         self._push(delivery, _DELIVER, pipe, piece)
 
-    def _schedule_wake(self, link: _Link, now: float, batch: bool) -> None:
+    def _schedule_wake(self, link: ShapedLink, now: float, batch: bool) -> None:
         if not link.chunks or link.schedule.unlimited:
             return
         wake = next_opportunity = link.schedule.time_of(link.next_index)
@@ -947,159 +762,3 @@ class LinkEmulator:
         conn = pipe.conn
         if conn.up.done and conn.down.done:
             self._close(conn, 'both directions ended')
-
-
-def _describe(link: _Link) -> str:
-    schedule = link.schedule
-    if schedule.trace is not None:
-        bandwidth = f'trace {schedule.trace.source} ({schedule.trace.mean_rate_bps() / 1e6:.2f} '
-        bandwidth += 'Mbit/s mean)'
-    elif schedule.interval is not None:
-        bandwidth = f'{schedule.rate_bps / 1e6:g} Mbit/s'
-    else:
-        bandwidth = 'unlimited bandwidth'
-    return (
-        f'{bandwidth}, delay {link.delay_s * 1e3:g} ms, jitter {link.jitter_s * 1e3:g} ms, '
-        f'queue {link.queue_limit} B'
-    )
-
-
-# -- command line ---------------------------------------------------------------------------
-
-
-def _host_port(text: str) -> tuple[str, int]:
-    host, separator, port_text = text.rpartition(':')
-    if host.startswith('[') and host.endswith(']'):
-        host = host[1:-1]
-    if not separator or not host:
-        raise argparse.ArgumentTypeError(f'expected HOST:PORT, got {text!r}')
-    try:
-        port = int(port_text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f'bad port in {text!r}') from None
-    if not 0 <= port <= 65535:
-        raise argparse.ArgumentTypeError(f'port out of range 0..65535 in {text!r}')
-    return host, port
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f'not a number: {text!r}') from None
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f'must be > 0, got {text}')
-    return value
-
-
-def _non_negative_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f'not a number: {text!r}') from None
-    if not (math.isfinite(value) and value >= 0):
-        raise argparse.ArgumentTypeError(f'must be >= 0, got {text}')
-    return value
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f'not an integer: {text!r}') from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f'must be >= 1, got {text}')
-    return value
-
-
-def _trace_file(text: str) -> DeliveryTrace:
-    if not Path(text).is_file():
-        raise argparse.ArgumentTypeError(f'trace file not found: {text}')
-    try:
-        return DeliveryTrace.load(text)
-    except (OSError, ValueError, UnicodeDecodeError) as exc:
-        raise argparse.ArgumentTypeError(f'bad trace file: {exc}') from None
-
-
-def _build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog='link_emulator',
-        description='Relay TCP connections through an emulated link (bandwidth, delay, '
-        "jitter; mahimahi traces). Omit a direction's rate and trace for unlimited bandwidth.",
-    )
-    parser.add_argument(
-        '--listen', type=_host_port, default=('127.0.0.1', 0), metavar='HOST:PORT',
-        help='address to accept connections on (port 0: any free port; default 127.0.0.1:0)',
-    )  # fmt: skip
-    parser.add_argument(
-        '--upstream', type=_host_port, required=True, metavar='HOST:PORT',
-        help='server every accepted connection is relayed to',
-    )  # fmt: skip
-    parser.add_argument('--rtt-ms', type=_non_negative_float, default=0.0,
-                        help='round-trip delay, split equally between the directions')  # fmt: skip
-    parser.add_argument('--jitter-ms', type=_non_negative_float, default=0.0,
-                        help='standard deviation of each one-way delay')  # fmt: skip
-    for direction in (UPLINK, DOWNLINK):
-        group = parser.add_mutually_exclusive_group()
-        group.add_argument(f'--{direction}-mbps', type=_positive_float, metavar='MBPS',
-                           help=f'constant {direction} rate in Mbit/s')  # fmt: skip
-        group.add_argument(f'--{direction}-trace', type=_trace_file, metavar='FILE',
-                           help=f'mahimahi trace for the {direction}')  # fmt: skip
-    parser.add_argument('--queue-bytes', type=_positive_int, default=DEFAULT_QUEUE_BYTES,
-                        help='bottleneck queue of each direction in bytes')  # fmt: skip
-    parser.add_argument('--seed', type=int, default=0, help='seed of the jitter')
-    parser.add_argument('--log-level', default='INFO',
-                        choices=['DEBUG', 'INFO', 'WARNING', 'ERROR'])  # fmt: skip
-    return parser
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Run the link emulator until SIGINT or SIGTERM; return the exit status."""
-    parser = _build_parser()
-    args = parser.parse_args(argv)
-    if args.upstream[1] == 0:
-        parser.error('argument --upstream: the upstream port must not be 0')
-    logging.basicConfig(
-        level=args.log_level, format='%(asctime)s %(levelname)s %(name)s: %(message)s'
-    )
-    config = LinkEmulatorConfig.from_rtt(
-        args.upstream[0],
-        args.upstream[1],
-        listen_host=args.listen[0],
-        listen_port=args.listen[1],
-        rtt_s=args.rtt_ms / 1000.0,
-        jitter_s=args.jitter_ms / 1000.0,
-        uplink_bps=None if args.uplink_mbps is None else args.uplink_mbps * 1e6,
-        downlink_bps=None if args.downlink_mbps is None else args.downlink_mbps * 1e6,
-        uplink_trace=args.uplink_trace,
-        downlink_trace=args.downlink_trace,
-        queue_bytes=args.queue_bytes,
-        seed=args.seed,
-    )
-    stop = threading.Event()
-
-    def on_signal(signum: int, frame: object) -> None:
-        stop.set()
-
-    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
-    emulator = LinkEmulator(config)
-    try:
-        try:
-            emulator.start()
-        except OSError as exc:
-            _LOGGER.error('cannot start: %s', exc)
-            return 1
-        host, port = emulator.address
-        print(f'link_emulator listening on {host}:{port}', flush=True)
-        while not stop.wait(1.0):
-            pass
-        _LOGGER.info('stopping on signal')
-        return 0
-    finally:
-        emulator.stop()
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-
-
-if __name__ == '__main__':
-    raise SystemExit(main())

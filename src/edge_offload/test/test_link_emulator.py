@@ -26,12 +26,9 @@ from pathlib import Path
 import pytest
 
 import edge_offload
-from edge_offload.link_emulator import (
-    DirectionConfig,
-    LinkEmulator,
-    LinkEmulatorConfig,
-    main,
-)
+from edge_offload.link_emulator import LinkEmulator
+from edge_offload.link_emulator_cli import main
+from edge_offload.link_shaping import DirectionConfig, LinkEmulatorConfig
 from edge_offload.link_traces import PACKET_BYTES, DeliveryTrace, rates_to_timestamps
 
 _LOGGER = logging.getLogger(__name__)
@@ -481,7 +478,7 @@ def child_env() -> dict[str, str]:
 def test_cli_relays_and_exits_cleanly_on_sigint(upstream):
     process = subprocess.Popen(
         [
-            sys.executable, '-m', 'edge_offload.link_emulator',
+            sys.executable, '-m', 'edge_offload.link_emulator_cli',
             '--listen', '127.0.0.1:0', '--upstream', f'127.0.0.1:{upstream.port}',
             '--rtt-ms', '4', '--jitter-ms', '0.5', '--uplink-mbps', '50', '--downlink-mbps', '50',
         ],
@@ -509,7 +506,7 @@ def test_cli_relays_and_exits_cleanly_on_sigint(upstream):
 
 def test_cli_bad_argument_exits_with_status_2():
     result = subprocess.run(
-        [sys.executable, '-m', 'edge_offload.link_emulator', '--upstream', 'no-port-here'],
+        [sys.executable, '-m', 'edge_offload.link_emulator_cli', '--upstream', 'no-port-here'],
         capture_output=True, text=True, env=child_env(), timeout=TIMEOUT_S,
     )  # fmt: skip
     assert result.returncode == 2

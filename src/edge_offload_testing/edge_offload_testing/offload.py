@@ -169,7 +169,7 @@ def start_link_emulator_process(
     trace: Path | None = None,
     timeout_s: float = 30.0,
 ) -> tuple[subprocess.Popen, int]:
-    """Start ``python -m edge_offload.link_emulator`` to 127.0.0.1:``upstream_port``.
+    """Start ``python -m edge_offload.link_emulator_cli`` to 127.0.0.1:``upstream_port``.
 
     A constant ``rate_bps`` both ways, or the mahimahi ``trace`` both ways, and ``rtt_s``.
     In its own process the relay does not compete for the measuring process's
@@ -184,7 +184,7 @@ def start_link_emulator_process(
         [
             sys.executable,
             '-m',
-            'edge_offload.link_emulator',
+            'edge_offload.link_emulator_cli',
             '--upstream',
             f'127.0.0.1:{upstream_port}',
             '--rtt-ms',
