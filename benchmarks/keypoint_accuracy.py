@@ -25,8 +25,8 @@ import torch
 
 from edge_offload.assets import asset_path
 from edge_offload.models import load_model
-from edge_offload.zoo.blazepose import COCO_KEYPOINT_NAMES
-from edge_offload.zoo.detection_metrics import nearest_box
+from edge_offload_zoo.blazepose import COCO_KEYPOINT_NAMES
+from edge_offload_zoo.detection_metrics import nearest_box
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_LABELS = ROOT / 'data' / 'annotations' / 'keypoints_by_hand.json'

@@ -33,9 +33,9 @@ import torch
 
 from edge_offload.assets import asset_path
 from edge_offload.models import load_model
-from edge_offload.zoo.blazepose import hog_people
-from edge_offload.zoo.detection_metrics import Counts, evaluate_frame
-from edge_offload.zoo.ground_plane import GroundPlane, GroundPlaneFit
+from edge_offload_zoo.blazepose import hog_people
+from edge_offload_zoo.detection_metrics import Counts, evaluate_frame
+from edge_offload_zoo.ground_plane import GroundPlane, GroundPlaneFit
 
 ROOT = Path(__file__).resolve().parent.parent
 BOXES = ROOT / 'data' / 'annotations' / 'vtest_people_boxes.json'

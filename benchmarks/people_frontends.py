@@ -6,7 +6,7 @@ Ground truth: data/annotations/vtest_people_boxes.json (every visible person box
 frames 0, 40, ..., 760). A detection matches a ground-truth box at IoU >= 0.5 (greedy,
 highest IoU first). Recall counts ground-truth boxes taller than 60 px; precision counts
 all detections except those matched to a box of 60 px or less (neutral). See
-edge_offload.zoo.detection_metrics.
+edge_offload_zoo.detection_metrics.
 
     python benchmarks/people_frontends.py [--front-ends hog hybrid] [--threads 1]
         [--refinement on off] [--output results/people_frontends.json]
@@ -29,13 +29,13 @@ import numpy as np
 import torch
 
 from edge_offload.assets import asset_path
-from edge_offload.zoo.blazepose import (
+from edge_offload_zoo.blazepose import (
     FRONT_ENDS,
     BlazePoseDetector,
     BlazePoseLandmarker,
     BlazePosePeople,
 )
-from edge_offload.zoo.detection_metrics import IOU_THRESHOLD, MIN_HEIGHT, evaluate_frame
+from edge_offload_zoo.detection_metrics import IOU_THRESHOLD, MIN_HEIGHT, evaluate_frame
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_ANNOTATIONS = ROOT / 'data' / 'annotations' / 'vtest_people_boxes.json'

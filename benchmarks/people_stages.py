@@ -4,7 +4,7 @@
 
 Runs ``BlazePosePeople()`` (front end 'hybrid', refine_roi and flip_test on) on the
 first ``--frames`` frames of vtest.avi with its two nets on the torch port and/or on
-LiteRT (edge_offload.zoo.litert_backend), and prints the mean milliseconds per frame of:
+LiteRT (edge_offload_zoo.litert_backend), and prints the mean milliseconds per frame of:
 the HOG front end (``blazepose.hog_people`` with the pipeline's settings), the BlazePose
 detector (letterbox + net + decode), the landmark net (per run and runs per frame), the
 rest of ``people()`` (landmark crops and decoding, flip averaging, boxes, NMS) and the
@@ -39,9 +39,9 @@ import torch
 from torch import nn
 
 from edge_offload.assets import asset_path
-from edge_offload.zoo import blazepose
-from edge_offload.zoo.blazepose import BlazePoseDetector, BlazePoseLandmarker, BlazePosePeople
-from edge_offload.zoo.litert_backend import BACKENDS, load_tflite_backend
+from edge_offload_zoo import blazepose
+from edge_offload_zoo.blazepose import BlazePoseDetector, BlazePoseLandmarker, BlazePosePeople
+from edge_offload_zoo.litert_backend import BACKENDS, load_tflite_backend
 
 VIDEO = 'media/opencv/vtest.avi'
 STAGES = ('hog', 'detector', 'landmark_net', 'total')

@@ -4,7 +4,7 @@
 
 Boxes: data/annotations/vtest_people_boxes.json (every visible person boxed on frames 0,
 40, ..., 760 of vtest.avi; IoU >= 0.5, recall over people taller than 60 px, see
-edge_offload.zoo.detection_metrics). Keypoints: data/annotations/keypoints_by_hand.json
+edge_offload_zoo.detection_metrics). Keypoints: data/annotations/keypoints_by_hand.json
 (median of four hand annotations on two photos).
 
 Variants:
@@ -46,7 +46,7 @@ import numpy as np
 import torch
 
 from edge_offload.assets import asset_path
-from edge_offload.zoo.blazepose import (
+from edge_offload_zoo.blazepose import (
     COCO_KEYPOINT_NAMES,
     DETECTOR_ASSET,
     BlazePoseDetector,
@@ -55,16 +55,16 @@ from edge_offload.zoo.blazepose import (
     Person,
     load_landmark_net,
 )
-from edge_offload.zoo.detection_metrics import (
+from edge_offload_zoo.detection_metrics import (
     IOU_THRESHOLD,
     MIN_HEIGHT,
     Counts,
     evaluate_frame,
     nearest_box,
 )
-from edge_offload.zoo.ground_plane import GroundPlane, GroundPlaneFit
-from edge_offload.zoo.litert_backend import BACKENDS, load_tflite_backend
-from edge_offload.zoo.people_tracking import (
+from edge_offload_zoo.ground_plane import GroundPlane, GroundPlaneFit
+from edge_offload_zoo.litert_backend import BACKENDS, load_tflite_backend
+from edge_offload_zoo.people_tracking import (
     DEFAULT_MAX_DUTY,
     LANDMARK_PASSES,
     PeopleTracker,

@@ -8,7 +8,7 @@ Subscribes ``image_raw`` (and ``camera_info`` for marker placement) and publishe
 every frame it processes.
 
 With ``tracking`` (the default) people are tracked between detections, as MediaPipe does in
-video mode (``edge_offload.zoo.people_tracking``): a thread of this node runs the BlazePose
+video mode (``edge_offload_zoo.people_tracking``): a thread of this node runs the BlazePose
 landmark net once per tracked person on every frame, on the ROI the person's previous
 landmarks predict (``tracking_backend``: LiteRT or the torch port; ``tracking_threads``
 people at a time, a single-threaded net each; two or four runs a person, the per-frame
@@ -20,7 +20,7 @@ edge server is asked more often, and tracking loses people only between its answ
 sooner (after a third of that) when a track is lost or nobody is tracked. Its answer comes
 back a few frames later and starts tracks for the people no track covers. A front end with
 a ``ground_plane`` input (``blazepose_lite_people``) is sent the line of person height
-against foot row fitted to the people tracked so far (``edge_offload.zoo.ground_plane``),
+against foot row fitted to the people tracked so far (``edge_offload_zoo.ground_plane``),
 and its HOG searches each scale only where people of that size stand, about twice as fast;
 every ``ground_plane_full_scan_every``-th request scans every row. The front end
 never holds a frame up; at most one request is outstanding. ``offload_mode`` of the results
@@ -95,20 +95,20 @@ from edge_offload.ros_node_main import run_node
 from edge_offload.ros_params import ParamSpec, declare_parameters, parameter_values
 from edge_offload.sensor_qos import RELIABLE_SENSOR_QOS_DESCRIPTION, sensor_qos
 from edge_offload.tensor_blob import TensorBlobError, from_tensor_blob, to_tensor_blob
-from edge_offload.zoo.blazepose import (
+from edge_offload_zoo.blazepose import (
     GROUND_PLANE_INPUT,
     BlazePoseLandmarker,
     Person,
     load_landmark_net,
 )
-from edge_offload.zoo.ground_plane import (
+from edge_offload_zoo.ground_plane import (
     DEFAULT_TOLERANCE,
     UNKNOWN_GROUND_PLANE,
     GroundPlane,
     GroundPlaneFit,
 )
-from edge_offload.zoo.litert_backend import BACKENDS
-from edge_offload.zoo.people_tracking import (
+from edge_offload_zoo.litert_backend import BACKENDS
+from edge_offload_zoo.people_tracking import (
     DEFAULT_DETECT_EVERY,
     DEFAULT_LANDMARK_SHARE,
     DEFAULT_MAX_DUTY,

@@ -40,9 +40,9 @@ from typing import Generic, TypeVar
 
 import numpy as np
 
-from edge_offload.zoo.blazepose import Person
-from edge_offload.zoo.ground_plane import GroundPlane, GroundPlaneFit
-from edge_offload.zoo.people_tracking import (
+from edge_offload_zoo.blazepose import Person
+from edge_offload_zoo.ground_plane import GroundPlane, GroundPlaneFit
+from edge_offload_zoo.people_tracking import (
     CatchUpFrames,
     DetectionSchedule,
     LandmarkPassBudget,

@@ -15,6 +15,7 @@ ROOT = Path(__file__).resolve().parents[3]
 # Lower layers never import higher ones: substrate <- plug-ins <- applications.
 LAYERS = {
     'edge_offload': 0,
+    'edge_offload_zoo': 1,
     'rrto_ros': 1,
     'lopinfer_ros': 1,
     'accumo_ros': 2,

@@ -22,7 +22,6 @@ from scipy.optimize import linear_sum_assignment
 
 from edge_offload.assets import asset_path
 from edge_offload.models import load_model
-from edge_offload.zoo.detection_metrics import iou_matrix
 from edge_offload_testing import (
     edge_server_node_command,
     free_tcp_port,
@@ -32,6 +31,7 @@ from edge_offload_testing import (
     spin_until,
     wait_for_bridge_connection,
 )
+from edge_offload_zoo.detection_metrics import iou_matrix
 from offload_interfaces.msg import PersonArray
 
 MODEL = 'blazepose_people'

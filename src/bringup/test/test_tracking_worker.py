@@ -17,9 +17,9 @@ import pytest
 
 from bringup.tracking_worker import TrackingWorker
 from edge_offload.assets import asset_path
-from edge_offload.zoo.blazepose import BlazePosePeople
-from edge_offload.zoo.ground_plane import GroundPlane, GroundPlaneFit
-from edge_offload.zoo.people_tracking import (
+from edge_offload_zoo.blazepose import BlazePosePeople
+from edge_offload_zoo.ground_plane import GroundPlane, GroundPlaneFit
+from edge_offload_zoo.people_tracking import (
     DetectionSchedule,
     LandmarkPassBudget,
     PeopleTracker,

@@ -244,7 +244,7 @@ class ModelCache:
 
 # ---------------------------------------------------------------------------------------
 # Built-in test model. The zoo proper (benchmark networks, KAPAO, BlazePose) lives in
-# edge_offload.zoo (plain torch: torchvision has no CPU build next to this torch).
+# edge_offload_zoo (plain torch: torchvision has no CPU build next to this torch).
 
 
 class TinyCnn(nn.Module):

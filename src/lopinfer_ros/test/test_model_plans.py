@@ -20,7 +20,7 @@ import pytest
 import torch
 
 from edge_offload.models import load_model
-from edge_offload.zoo.kapao import KapaoPeople, KapaoPostprocessConfig
+from edge_offload_zoo.kapao import KapaoPeople, KapaoPostprocessConfig
 from lopinfer_ros.graph import capture
 from lopinfer_ros.locality import analyse
 from lopinfer_ros.plan_table import build_table

@@ -39,7 +39,7 @@ import torch
 from ai_edge_litert.interpreter import Interpreter, OpResolverType
 from torch import nn
 
-from edge_offload.zoo.tflite_graph import (
+from edge_offload_zoo.tflite_graph import (
     TfliteGraphError,
     TfliteGraphModule,
     keep_outputs,

@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 from edge_offload.models import build_model
-from edge_offload.zoo.kapao import (
+from edge_offload_zoo.kapao import (
     ANCHORS,
     KapaoNet,
     KapaoPeople,

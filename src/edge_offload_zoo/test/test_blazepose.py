@@ -15,16 +15,16 @@ import torch
 
 from edge_offload.assets import asset_path
 from edge_offload.models import LoadedModel, build_model
-from edge_offload.zoo import blazepose
-from edge_offload.zoo.blazepose import (
+from edge_offload_zoo import blazepose
+from edge_offload_zoo.blazepose import (
     COCO_FROM_BLAZEPOSE,
     COCO_KEYPOINT_NAMES,
     BlazePoseDetector,
     BlazePoseLandmarker,
     BlazePosePeople,
 )
-from edge_offload.zoo.detection_metrics import nearest_box
-from edge_offload.zoo.litert_backend import load_tflite_backend
+from edge_offload_zoo.detection_metrics import nearest_box
+from edge_offload_zoo.litert_backend import load_tflite_backend
 
 torch.set_num_threads(1)
 

@@ -19,14 +19,14 @@ import torch
 
 from edge_offload.assets import asset_path
 from edge_offload.models import InvalidInputError, load_model
-from edge_offload.zoo.blazepose import (
+from edge_offload_zoo.blazepose import (
     GROUND_PLANE_INPUT,
     group_window_hits,
     hog_people,
     hog_people_on_ground,
 )
-from edge_offload.zoo.detection_metrics import iou_matrix
-from edge_offload.zoo.ground_plane import GroundPlane, GroundPlaneFit
+from edge_offload_zoo.detection_metrics import iou_matrix
+from edge_offload_zoo.ground_plane import GroundPlane, GroundPlaneFit
 
 BOXES = Path(__file__).resolve().parents[3] / 'data' / 'annotations' / 'vtest_people_boxes.json'
 # The hand boxes of vtest.avi follow this line within a median 4 %.

@@ -13,7 +13,7 @@ from torch import nn
 
 from edge_offload.assets import AssetMissingError
 from edge_offload.models import ModelSpec, TensorSpec, build_model
-from edge_offload.zoo import zoo_cli
+from edge_offload_zoo import zoo_cli
 
 torch.set_num_threads(1)
 

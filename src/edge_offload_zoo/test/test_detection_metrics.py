@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from edge_offload.zoo.detection_metrics import (
+from edge_offload_zoo.detection_metrics import (
     Counts,
     evaluate,
     evaluate_frame,

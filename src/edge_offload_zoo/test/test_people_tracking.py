@@ -1,6 +1,6 @@
 # Copyright 2026 The edge_offload authors
 # SPDX-License-Identifier: Apache-2.0
-"""People tracked between detections (edge_offload.zoo.people_tracking), on real images.
+"""People tracked between detections (edge_offload_zoo.people_tracking), on real images.
 
 The landmark net is the real BlazePose GHUM model (torch port); the photos are the ones
 the keypoint labels are on, so a tracked person can be checked against the front end.
@@ -18,16 +18,16 @@ import torch
 
 from edge_offload.assets import asset_path
 from edge_offload.models import load_model
-from edge_offload.zoo.blazepose import (
+from edge_offload_zoo.blazepose import (
     COCO_FROM_BLAZEPOSE,
     BlazePoseLandmarker,
     BlazePosePeople,
     Roi,
     load_landmark_net,
 )
-from edge_offload.zoo.detection_metrics import iou_matrix
-from edge_offload.zoo.ground_plane import GroundPlane, GroundPlaneFit
-from edge_offload.zoo.people_tracking import (
+from edge_offload_zoo.detection_metrics import iou_matrix
+from edge_offload_zoo.ground_plane import GroundPlane, GroundPlaneFit
+from edge_offload_zoo.people_tracking import (
     DetectionSchedule,
     LandmarkPassBudget,
     ParallelLandmarks,

@@ -65,7 +65,7 @@ from typing import TypeVar
 
 import numpy as np
 
-from edge_offload.zoo.blazepose import (
+from edge_offload_zoo.blazepose import (
     MAX_PEOPLE,
     BlazePoseLandmarker,
     BlazePosePeople,
@@ -74,8 +74,8 @@ from edge_offload.zoo.blazepose import (
     Roi,
     landmark_box,
 )
-from edge_offload.zoo.detection_metrics import iou_matrix
-from edge_offload.zoo.ground_plane import GroundPlane, GroundPlaneFit
+from edge_offload_zoo.detection_metrics import iou_matrix
+from edge_offload_zoo.ground_plane import GroundPlane, GroundPlaneFit
 
 DEFAULT_DETECT_EVERY = 10
 DEFAULT_MIN_DETECT_EVERY = 3

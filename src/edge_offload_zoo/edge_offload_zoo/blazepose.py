@@ -45,10 +45,10 @@ from torch import nn
 
 from edge_offload.assets import asset_path
 from edge_offload.models import InvalidInputError, ModelSpec, SizeLimits, TensorSpec
-from edge_offload.zoo.detection_metrics import iou_matrix
-from edge_offload.zoo.ground_plane import GroundPlane
-from edge_offload.zoo.litert_backend import load_tflite_backend
-from edge_offload.zoo.tflite_graph import TfliteGraphModule, load_tflite
+from edge_offload_zoo.detection_metrics import iou_matrix
+from edge_offload_zoo.ground_plane import GroundPlane
+from edge_offload_zoo.litert_backend import load_tflite_backend
+from edge_offload_zoo.tflite_graph import TfliteGraphModule, load_tflite
 
 DETECTOR_ASSET = 'weights/blazepose/pose_detection.tflite'
 LANDMARK_ASSET = 'weights/blazepose/pose_landmark_full.tflite'

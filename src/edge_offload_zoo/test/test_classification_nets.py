@@ -18,7 +18,7 @@ import torch
 from torch import nn
 
 from edge_offload.models import ModelSpec, TensorSpec, build_model
-from edge_offload.zoo import classification
+from edge_offload_zoo import classification
 
 torch.set_num_threads(1)
 

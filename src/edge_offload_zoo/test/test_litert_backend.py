@@ -26,15 +26,15 @@ import tflite
 import torch
 
 from edge_offload.assets import asset_path
-from edge_offload.zoo import blazepose
-from edge_offload.zoo.blazepose import BlazePoseDetector, BlazePoseLandmarker, Roi
-from edge_offload.zoo.litert_backend import (
+from edge_offload_zoo import blazepose
+from edge_offload_zoo.blazepose import BlazePoseDetector, BlazePoseLandmarker, Roi
+from edge_offload_zoo.litert_backend import (
     BACKENDS,
     LiteRtModule,
     load_litert,
     load_tflite_backend,
 )
-from edge_offload.zoo.tflite_graph import TfliteGraphError, TfliteGraphModule, load_tflite
+from edge_offload_zoo.tflite_graph import TfliteGraphError, TfliteGraphModule, load_tflite
 
 torch.set_num_threads(1)
 

@@ -16,8 +16,8 @@ import torch
 from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
 from edge_offload.assets import asset_path
-from edge_offload.zoo import blazepose
-from edge_offload.zoo.tflite_graph import (
+from edge_offload_zoo import blazepose
+from edge_offload_zoo.tflite_graph import (
     SUPPORTED_OPS,
     TfliteGraphError,
     TfliteGraphModule,
