@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """AccuMO's depth tracker accuracy model: estimated versus true warping error, and timing.
 
-Set-up (printed): synthetic sequences (``accumo_ros.sequence``) of each category, several
-seeds, at the given size. For every start frame (every ``--start-step`` frames) and stride
+Set-up (printed): synthetic sequences (``accumo_ros.simulation.sequence``) of each category,
+several seeds, at the given size. For every start frame (every ``--start-step`` frames) and stride
 (6, 9, 12, 18 by default) frame 1 is the "last offloaded" frame and frame 1 + stride the
 current one. The server depth D_1 is frame 1's ground truth and the pose change the
 ground-truth one, so the only error left is the tracker's own (moving objects, holes).
@@ -29,9 +29,13 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from accumo_ros.depth_tracking import DepthTrackerAccuracyModel, optical_relative_pose, warp_depth
 from accumo_ros.metrics import depth_errors
-from accumo_ros.sequence import CATEGORIES, SequenceConfig, SyntheticSequence
+from accumo_ros.simulation.sequence import CATEGORIES, SequenceConfig, SyntheticSequence
+from accumo_ros.tasks.depth_tracking import (
+    DepthTrackerAccuracyModel,
+    optical_relative_pose,
+    warp_depth,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUTPUT_DIR = ROOT / 'results' / 'accumo'

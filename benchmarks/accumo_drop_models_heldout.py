@@ -3,12 +3,13 @@
 """AccuMO's depth drop models against the true drop, on the held-out split, with the nets.
 
 Set-up (printed): the held-out sequences of a data set made by ``accumo_generate``, the
-packaged server and lite depth nets (``accumo_ros.depth_nets``), CPU.
+packaged server and lite depth nets (``accumo_ros.tasks.depth_nets``), CPU.
 
 * **Depth tracker model** (spec §2.4): for start frames every ``--start-step`` frames and
   strides 6, 9, 12 and 18, frame 1 is the last offloaded frame with the server net's depth
   D_1 and frame 1 + stride the current one; the pose change is the IMU integrated from the
-  fused filter's state at frame 1 (as on the robot: ``accumo_ros.pipeline.ImuPoseChange``;
+  fused filter's state at frame 1 (as on the robot:
+  ``accumo_ros.scheduler.pipeline.ImuPoseChange``;
   the filter fuses server-depth keyframe VO every 8 frames, 4 frames late). True error:
   AbsRel(D'_2 vs ground truth); estimated: AbsRel(D'_2 vs D''_2) (DIS flow).
 * **Local-algorithm (lite net) model**: on every ``--frame-step``-th frame, true drop
@@ -22,7 +23,7 @@ Prints Pearson and Spearman (rank) correlations per category and overall, and wr
 pairs as CSV. A few true tracker errors are outliers (AbsRel up to 3 where an oncoming box
 stands close in front of a far wall) that the flow cannot see, so Pearson's r, which such
 points dominate, is printed beside the rank correlation. The
-odometry model's held-out correlation is printed by ``python -m accumo_ros.odometry_eval
+odometry model's held-out correlation is printed by ``accumo_odometry_eval
 --fit``. Nothing is asserted.
 
     python benchmarks/accumo_drop_models_heldout.py --dataset results/accumo_dataset
@@ -39,18 +40,23 @@ import numpy as np
 import torch
 from scipy.stats import spearmanr
 
-from accumo_ros.dataset import split_paths
-from accumo_ros.depth_nets import load_depth_net
-from accumo_ros.depth_tracking import (
+from accumo_ros.metrics import depth_errors
+from accumo_ros.scheduler.pipeline import ImuPoseChange
+from accumo_ros.simulation.dataset import split_paths
+from accumo_ros.simulation.sequence_bag import LoadedSequence, read_sequence_bag
+from accumo_ros.tasks.depth_nets import load_depth_net
+from accumo_ros.tasks.depth_tracking import (
     DepthTrackerAccuracyModel,
     fit_lite_drop,
     lite_model_drop,
 )
-from accumo_ros.metrics import depth_errors
-from accumo_ros.odometry_eval import FusedOdometryRun, VoCache, imu_noise_of, periodic_offloads
-from accumo_ros.pipeline import ImuPoseChange
-from accumo_ros.sequence_bag import LoadedSequence, read_sequence_bag
-from accumo_ros.visual_odometry import KeyframePolicy
+from accumo_ros.tasks.visual_odometry import KeyframePolicy
+from accumo_ros.tools.odometry_eval import (
+    FusedOdometryRun,
+    VoCache,
+    imu_noise_of,
+    periodic_offloads,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 STRIDES = (6, 9, 12, 18)

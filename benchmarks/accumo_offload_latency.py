@@ -32,8 +32,8 @@ import numpy as np
 import torch
 import yaml
 
-from accumo_ros.dataset import split_paths
-from accumo_ros.sequence_bag import read_sequence_bag
+from accumo_ros.simulation.dataset import split_paths
+from accumo_ros.simulation.sequence_bag import read_sequence_bag
 from edge_offload.api import Offloader, OffloaderConfig
 from edge_offload.client import ClientConfig
 from edge_offload.link_emulator import LinkEmulator, LinkEmulatorConfig

@@ -25,18 +25,18 @@ setup(
     extras_require={'test': ['pytest']},
     entry_points={
         'console_scripts': [
-            'accumo_generate = accumo_ros.dataset:main',
-            'accumo_train_depth = accumo_ros.train_depth:main',
-            'accumo_odometry_eval = accumo_ros.odometry_eval:main',
-            'accumo_evaluate = accumo_ros.evaluate:main',
-            'accumo_evaluate_e2e = accumo_ros.evaluate_e2e:main',
+            'accumo_generate = accumo_ros.simulation.dataset:main',
+            'accumo_train_depth = accumo_ros.tools.train_depth:main',
+            'accumo_odometry_eval = accumo_ros.tools.odometry_eval:main',
+            'accumo_evaluate = accumo_ros.tools.evaluate:main',
+            'accumo_evaluate_e2e = accumo_ros.tools.evaluate_e2e:main',
             'accumo_scheduler = accumo_ros.scheduler_node:main',
         ],
         # AccuMO's server models in the edge_offload zoo (trained weights, packaged here).
         'edge_offload.models': [
-            'accumo_depth = accumo_ros.zoo:accumo_depth',
-            'accumo_odometry = accumo_ros.zoo:accumo_odometry',
-            'accumo_depth_odometry = accumo_ros.zoo:accumo_depth_odometry',
+            'accumo_depth = accumo_ros.models:accumo_depth',
+            'accumo_odometry = accumo_ros.models:accumo_odometry',
+            'accumo_depth_odometry = accumo_ros.models:accumo_depth_odometry',
         ],
     },
 )

@@ -13,7 +13,7 @@ publishes every frame
 * ``accumo/decision`` (``offload_interfaces/TaskDecision``): the task offloaded (or none),
   the drop-rate estimates, latencies in frames, staleness and the MPC's cost and time.
 
-The robot side is :class:`accumo_ros.pipeline.AccumoPipeline`; this node only moves
+The robot side is :class:`accumo_ros.scheduler.pipeline.AccumoPipeline`; this node only moves
 messages. Callbacks queue work (frames: bounded, oldest dropped; IMU: bounded) for one
 worker thread that owns the pipeline, so no callback blocks. A failed offload (server
 down, deadline, bridge fallback) sends the robot to its local algorithms for
@@ -41,12 +41,10 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy
 from scipy.spatial.transform import Rotation
 from sensor_msgs.msg import CameraInfo, Image, Imu
 
-from accumo_ros.depth_nets import load_depth_net
-from accumo_ros.mpc import MpcScheduler, TaskSpec, weighted_sum
-from accumo_ros.odometry_model import OdometryModelSet
-from accumo_ros.offload_latency import OffloadLatencyEstimator, OffloadSample
-from accumo_ros.offload_policies import make_policy
-from accumo_ros.pipeline import (
+from accumo_ros.scheduler.mpc import MpcScheduler, TaskSpec, weighted_sum
+from accumo_ros.scheduler.offload_latency import OffloadLatencyEstimator, OffloadSample
+from accumo_ros.scheduler.offload_policies import make_policy
+from accumo_ros.scheduler.pipeline import (
     DEPTH,
     LITE_DROP_OFFSET,
     LITE_DROP_SLOPE,
@@ -56,6 +54,8 @@ from accumo_ros.pipeline import (
     Decision,
     PipelineConfig,
 )
+from accumo_ros.tasks.depth_nets import load_depth_net
+from accumo_ros.tasks.odometry_model import OdometryModelSet
 from edge_offload.camera_model import PinholeCamera
 from edge_offload.image_convert import ImageFormatError, cv2_to_imgmsg, imgmsg_to_cv2
 from edge_offload.ros_node_main import run_node
@@ -115,7 +115,7 @@ PARAMETERS = (
         [],
         'Odometry accuracy model YAMLs, each measured at one latency; the one measured nearest '
         'the odometry latency in use applies ([] = the packaged ones, 4 and 14 frames; fit one '
-        'for another link with python -m accumo_ros.odometry_eval --fit --latency N).',
+        'for another link with accumo_odometry_eval --fit --latency N).',
     ),
     ParamSpec('offload_mode', 'nnto', "Mode requested from the bridge ('' = its default)."),
     ParamSpec('deadline_s', 1.0, 'Time allowed per offload; later counts as failed.', 0.01, 60.0),

@@ -19,8 +19,13 @@ from rclpy.node import Node
 from rosbags.rosbag2 import StoragePlugin
 from sensor_msgs.msg import Image
 
-from accumo_ros.sequence import SequenceConfig, SyntheticSequence
-from accumo_ros.sequence_bag import CAMERA_INFO_TOPIC, IMAGE_TOPIC, IMU_TOPIC, write_sequence_bag
+from accumo_ros.simulation.sequence import SequenceConfig, SyntheticSequence
+from accumo_ros.simulation.sequence_bag import (
+    CAMERA_INFO_TOPIC,
+    IMAGE_TOPIC,
+    IMU_TOPIC,
+    write_sequence_bag,
+)
 from edge_offload_testing import (
     edge_server_node_command,
     free_tcp_port,

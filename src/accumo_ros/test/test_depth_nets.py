@@ -9,8 +9,11 @@ import pytest
 import torch
 import yaml
 
-from accumo_ros import dataset, train_depth
-from accumo_ros.depth_nets import (
+from accumo_ros.metrics import depth_errors
+from accumo_ros.simulation import dataset
+from accumo_ros.simulation.sequence import SequenceConfig, SyntheticSequence
+from accumo_ros.simulation.sequence_bag import read_sequence_bag, write_sequence_bag
+from accumo_ros.tasks.depth_nets import (
     KINDS,
     MAX_DEPTH_M,
     MIN_DEPTH_M,
@@ -26,9 +29,7 @@ from accumo_ros.depth_nets import (
     save_depth_weights,
     weights_metadata,
 )
-from accumo_ros.metrics import depth_errors
-from accumo_ros.sequence import SequenceConfig, SyntheticSequence
-from accumo_ros.sequence_bag import read_sequence_bag, write_sequence_bag
+from accumo_ros.tools import train_depth
 
 # The machines are shared and noisy: one thread (no OpenMP spinning against other jobs).
 torch.set_num_threads(1)
@@ -167,7 +168,7 @@ def test_mismatched_or_missing_weights_give_clear_errors(tmp_path) -> None:  # n
     with pytest.raises(DepthWeightsError, match='not an AccuMO depth weights file'):
         load_depth_net('lite', foreign)
 
-    with pytest.raises(FileNotFoundError, match='accumo_ros.train_depth --dataset'):
+    with pytest.raises(FileNotFoundError, match='accumo_ros.tools.train_depth --dataset'):
         load_depth_net('server', tmp_path / 'missing.pt')
     with pytest.raises(ValueError, match='unknown depth net kind'):
         load_depth_net('huge', path)
@@ -189,7 +190,7 @@ def test_cli_trains_evaluates_and_writes_loadable_weights(tmp_path, capsys) -> N
 
     net = load_depth_net('lite', output)
     metadata = net.metadata
-    assert metadata['training_command'] == 'python -m accumo_ros.train_depth ' + ' '.join(argv)
+    assert metadata['training_command'] == 'accumo_train_depth ' + ' '.join(argv)
     assert metadata['training']['steps'] == 4
     assert metadata['dataset']['heldout_sequences'] == [
         {'name': 'low_low_1', 'seed': 1, 'category': 'low_low'}

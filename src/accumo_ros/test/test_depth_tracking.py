@@ -10,7 +10,10 @@ import cv2
 import numpy as np
 import pytest
 
-from accumo_ros.depth_tracking import (
+from accumo_ros.geometry import make_poses, relative_poses
+from accumo_ros.metrics import depth_errors
+from accumo_ros.simulation.sequence import SequenceConfig, SyntheticSequence
+from accumo_ros.tasks.depth_tracking import (
     LOCAL_ALGORITHM,
     TRACKER,
     DepthTrackerAccuracyModel,
@@ -26,9 +29,6 @@ from accumo_ros.depth_tracking import (
     warp_depth,
     warp_image,
 )
-from accumo_ros.geometry import make_poses, relative_poses
-from accumo_ros.metrics import depth_errors
-from accumo_ros.sequence import SequenceConfig, SyntheticSequence
 from edge_offload.camera_model import PinholeCamera
 
 SMALL = {'duration_s': 4.0, 'width': 208, 'height': 64}

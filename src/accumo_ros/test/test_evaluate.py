@@ -11,7 +11,10 @@ import numpy as np
 import pytest
 import yaml
 
-from accumo_ros.evaluate import (
+from accumo_ros.simulation.sequence import SequenceConfig, SyntheticSequence
+from accumo_ros.simulation.sequence_bag import read_sequence_bag, write_sequence_bag
+from accumo_ros.tasks.odometry_model import OdometryAccuracyModel
+from accumo_ros.tools.evaluate import (
     LatencyModel,
     RunResult,
     SequenceData,
@@ -20,9 +23,6 @@ from accumo_ros.evaluate import (
     report,
     run_scheduler,
 )
-from accumo_ros.odometry_model import OdometryAccuracyModel
-from accumo_ros.sequence import SequenceConfig, SyntheticSequence
-from accumo_ros.sequence_bag import read_sequence_bag, write_sequence_bag
 
 SERVER_SCALE, LITE_SCALE = 1.05, 1.25  # the stand-in nets' depth = truth x scale
 WINDOW = 32

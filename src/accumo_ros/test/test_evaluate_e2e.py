@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from accumo_ros.evaluate_e2e import adaptation_time, offload_series
+from accumo_ros.tools.evaluate_e2e import adaptation_time, offload_series
 
 
 def _decisions(latencies: list[tuple[int, int]], offloaded: list[int], period_s: float = 0.1):

@@ -13,15 +13,20 @@ from scipy.spatial.transform import Rotation
 from scipy.stats import chi2
 
 from accumo_ros.geometry import make_poses
-from accumo_ros.imu import ImuNoise, ImuSeries, integrate_imu, simulate_imu
-from accumo_ros.imu_filter import (
+from accumo_ros.simulation.imu import ImuNoise, ImuSeries, integrate_imu, simulate_imu
+from accumo_ros.simulation.trajectory import (
+    Sinusoid,
+    Trajectory,
+    TrajectoryConfig,
+    TrajectoryState,
+)
+from accumo_ros.tasks.imu_filter import (
     DelayedPoseFusion,
     ErrorStateKalmanFilter,
     StaleSnapshotError,
     UnknownSnapshotError,
     exp_and_right_jacobian_so3,
 )
-from accumo_ros.trajectory import Sinusoid, Trajectory, TrajectoryConfig, TrajectoryState
 
 IMU_RATE_HZ = 240.0
 SAMPLES_PER_FRAME = 4  # 60 FPS camera

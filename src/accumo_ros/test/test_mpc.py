@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from accumo_ros.mpc import (
+from accumo_ros.scheduler.mpc import (
     UNSEEN_STRIDE,
     AccuracyEstimate,
     MpcScheduler,

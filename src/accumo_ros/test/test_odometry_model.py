@@ -11,8 +11,10 @@ import pytest
 import yaml
 from scipy.spatial.transform import Rotation
 
-from accumo_ros import dataset, odometry_eval
-from accumo_ros.odometry_model import (
+from accumo_ros.simulation import dataset
+from accumo_ros.simulation.sequence import SequenceConfig, SyntheticSequence
+from accumo_ros.simulation.sequence_bag import read_sequence_bag, write_sequence_bag
+from accumo_ros.tasks.odometry_model import (
     DEFAULT_MODEL_PATH,
     PACKAGED_MODEL_PATHS,
     OdometryAccuracyModel,
@@ -20,8 +22,7 @@ from accumo_ros.odometry_model import (
     quantile_regression,
     window_angular_speed,
 )
-from accumo_ros.sequence import SequenceConfig, SyntheticSequence
-from accumo_ros.sequence_bag import read_sequence_bag, write_sequence_bag
+from accumo_ros.tools import odometry_eval
 
 
 def test_quantile_regression_finds_the_quantile_line():
@@ -96,7 +97,7 @@ def test_committed_model_bounds_the_drop_from_above():
     model = OdometryAccuracyModel.load()
     document = yaml.safe_load(DEFAULT_MODEL_PATH.read_text())
     provenance = document['provenance']
-    assert provenance['command'].startswith('python -m accumo_ros.odometry_eval')
+    assert provenance['command'].startswith('accumo_odometry_eval')
     assert provenance['train']['windows'] >= 200
     assert abs(provenance['train']['share_under_bound'] - model.quantile) < 0.02
     for speed in np.linspace(0.0, 2.0, 9):
@@ -218,9 +219,7 @@ def test_cli_fits_and_writes_a_loadable_model(tmp_path, capsys):
         assert count >= 2
         assert len(windows[split]['angular_speed']) == len(windows[split]['sequence']) == count
     document = yaml.safe_load(model_path.read_text())
-    assert document['provenance']['command'] == 'python -m accumo_ros.odometry_eval ' + ' '.join(
-        argv
-    )
+    assert document['provenance']['command'] == 'accumo_odometry_eval ' + ' '.join(argv)
     assert document['provenance']['train']['windows'] >= 2
     assert np.isfinite(model.slope)
     assert odometry_eval.main([*argv[:4], '--fit']) == 2  # no --model

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from accumo_ros.mpc import AccuracyEstimate, MpcScheduler, TaskSpec
-from accumo_ros.offload_policies import MpcPolicy, make_policy
+from accumo_ros.scheduler.mpc import AccuracyEstimate, MpcScheduler, TaskSpec
+from accumo_ros.scheduler.offload_policies import MpcPolicy, make_policy
 
 ESTIMATES = [AccuracyEstimate(0.01), AccuracyEstimate(0.01)]
 

@@ -9,14 +9,20 @@ import math
 import numpy as np
 import pytest
 
-from accumo_ros import evaluate, odometry_eval
-from accumo_ros.depth_tracking import LOCAL_ALGORITHM, TRACKER
-from accumo_ros.odometry_model import OdometryAccuracyModel, OdometryModelSet
-from accumo_ros.offload_latency import OffloadLatencyEstimator, OffloadSample
-from accumo_ros.offload_policies import make_policy
-from accumo_ros.pipeline import DEPTH, ODOMETRY, AccumoPipeline, DepthChoice, PipelineConfig
-from accumo_ros.sequence import SequenceConfig, SyntheticSequence
-from accumo_ros.sequence_bag import read_sequence_bag, write_sequence_bag
+from accumo_ros.scheduler.offload_latency import OffloadLatencyEstimator, OffloadSample
+from accumo_ros.scheduler.offload_policies import make_policy
+from accumo_ros.scheduler.pipeline import (
+    DEPTH,
+    ODOMETRY,
+    AccumoPipeline,
+    DepthChoice,
+    PipelineConfig,
+)
+from accumo_ros.simulation.sequence import SequenceConfig, SyntheticSequence
+from accumo_ros.simulation.sequence_bag import read_sequence_bag, write_sequence_bag
+from accumo_ros.tasks.depth_tracking import LOCAL_ALGORITHM, TRACKER
+from accumo_ros.tasks.odometry_model import OdometryAccuracyModel, OdometryModelSet
+from accumo_ros.tools import evaluate, odometry_eval
 
 # 25 ms at 60 FPS: results usable two frames after the offload.
 TWO_FRAMES = {

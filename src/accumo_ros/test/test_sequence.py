@@ -11,11 +11,11 @@ import pytest
 import yaml
 from rosbags.rosbag2 import StoragePlugin
 
-from accumo_ros.dataset import load_index, main, split_paths
 from accumo_ros.geometry import T_BODY_OPTICAL, invert_poses
-from accumo_ros.imu import ImuNoise, integrate_imu, simulate_imu
-from accumo_ros.sequence import SequenceConfig, SyntheticSequence
-from accumo_ros.sequence_bag import (
+from accumo_ros.simulation.dataset import load_index, main, split_paths
+from accumo_ros.simulation.imu import ImuNoise, integrate_imu, simulate_imu
+from accumo_ros.simulation.sequence import SequenceConfig, SyntheticSequence
+from accumo_ros.simulation.sequence_bag import (
     SequenceBagError,
     read_sequence_bag,
     write_sequence_bag,

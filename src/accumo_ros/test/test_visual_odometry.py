@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from accumo_ros.geometry import relative_poses, rotation_angles
-from accumo_ros.sequence import SequenceConfig, SyntheticSequence
-from accumo_ros.visual_odometry import FramePairOdometry, KeyframePolicy
+from accumo_ros.simulation.sequence import SequenceConfig, SyntheticSequence
+from accumo_ros.tasks.visual_odometry import FramePairOdometry, KeyframePolicy
 
 
 @pytest.fixture(scope='module')

@@ -10,8 +10,8 @@ from dataclasses import replace
 
 from rosbags.rosbag2 import StoragePlugin
 
-from accumo_ros.sequence import SequenceConfig, SyntheticSequence
-from accumo_ros.sequence_bag import (
+from accumo_ros.simulation.sequence import SequenceConfig, SyntheticSequence
+from accumo_ros.simulation.sequence_bag import (
     CAMERA_INFO_TOPIC,
     IMAGE_TOPIC,
     IMU_TOPIC,

@@ -14,7 +14,7 @@ per frame of stride: ``r = max(0, a + b·ω) / (8 - 4)``.
 
 The fit is a linear programme (Koenker & Bassett 1978; the same formulation as
 scikit-learn's ``QuantileRegressor``), solved with ``scipy.optimize.linprog`` (HiGHS).
-The committed coefficients are made by :mod:`accumo_ros.odometry_eval` on the train split
+The committed coefficients are made by :mod:`accumo_ros.tools.odometry_eval` on the train split
 of the default data set; the file records the command.
 """
 
@@ -32,7 +32,7 @@ from scipy.optimize import linprog
 from accumo_ros.geometry import rotation_angles
 
 MODEL_FORMAT = 'accumo_odometry_accuracy/1'
-_WEIGHTS = Path(__file__).resolve().parent / 'weights'
+_WEIGHTS = Path(__file__).resolve().parents[1] / 'weights'
 DEFAULT_MODEL_PATH = _WEIGHTS / 'odometry_accuracy.yaml'
 # One model per link: measured at the dissertation's 4-frame latency and at the 14 frames of a
 # 16 Mbit/s link (see OdometryModelSet).
@@ -136,7 +136,7 @@ class OdometryAccuracyModel:
         if not path.is_file():
             raise FileNotFoundError(
                 f'odometry accuracy model {path} does not exist; fit it with '
-                'python -m accumo_ros.odometry_eval --dataset <accumo_generate folder> --fit'
+                'accumo_odometry_eval --dataset <accumo_generate folder> --fit'
             )
         document = yaml.safe_load(path.read_text())
         if not isinstance(document, dict) or document.get('format') != MODEL_FORMAT:

@@ -68,7 +68,7 @@ def optical_relative_pose(T_world_body_1: np.ndarray, T_world_body_2: np.ndarray
     """Return ``T_2_1``: the pose that maps optical-frame-1 points to optical frame 2.
 
     ``T_world_body_k`` is the body pose (FLU, camera at the body origin) of frame k, as in
-    :class:`accumo_ros.sequence.SyntheticSequence`; the optical frames are
+    :class:`accumo_ros.simulation.sequence.SyntheticSequence`; the optical frames are
     ``T_world_body_k @ T_BODY_OPTICAL``, so ``T_2_1 = inv(T_world_optical_2) @
     T_world_optical_1``. This is the argument :func:`warp_depth` takes.
     """

@@ -35,7 +35,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from accumo_ros.depth_tracking import (
+from accumo_ros.scheduler.mpc import AccuracyEstimate
+from accumo_ros.scheduler.offload_policies import MpcPolicy, OffloadPolicy
+from accumo_ros.simulation.imu import ImuNoise
+from accumo_ros.tasks.depth_tracking import (
     DEFAULT_INITIAL_DROP_RATE,
     DEFAULT_MIN_STRIDE,
     LOCAL_ALGORITHM,
@@ -46,16 +49,13 @@ from accumo_ros.depth_tracking import (
     select_local_depth,
     warp_depth,
 )
-from accumo_ros.imu import ImuNoise
-from accumo_ros.imu_filter import DelayedPoseFusion, ErrorStateKalmanFilter
-from accumo_ros.mpc import AccuracyEstimate
-from accumo_ros.odometry_model import (
+from accumo_ros.tasks.imu_filter import DelayedPoseFusion, ErrorStateKalmanFilter
+from accumo_ros.tasks.odometry_model import (
     OdometryAccuracyModel,
     OdometryModelSet,
     window_angular_speed,
 )
-from accumo_ros.offload_policies import MpcPolicy, OffloadPolicy
-from accumo_ros.visual_odometry import KeyframePolicy
+from accumo_ros.tasks.visual_odometry import KeyframePolicy
 from edge_offload.camera_model import PinholeCamera
 
 DEPTH = 0

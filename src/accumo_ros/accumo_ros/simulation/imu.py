@@ -24,7 +24,7 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from accumo_ros.geometry import GRAVITY_WORLD, make_poses
-from accumo_ros.trajectory import Trajectory
+from accumo_ros.simulation.trajectory import Trajectory
 
 STANDARD_GRAVITY = 9.80665
 

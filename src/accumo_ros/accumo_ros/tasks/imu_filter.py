@@ -33,7 +33,7 @@ Process model
 The IMU measures ``ω_m = ω + b_g + n_g`` and ``a_m = Rᵀ(a - g) + b_a + n_a`` with
 ``g = (0, 0, -9.81)`` m/s². One :meth:`ErrorStateKalmanFilter.predict` per IMU sample
 advances the nominal state with the same second-order scheme as
-:func:`accumo_ros.imu.integrate_imu` (the previous and the new sample, biases removed):
+:func:`accumo_ros.simulation.imu.integrate_imu` (the previous and the new sample, biases removed):
 
 * ``R_k = R_{k-1} Exp(φ)`` with ``φ = (½(ω_{k-1} + ω_k) - b_g) Δt``;
 * ``v_k = v_{k-1} + (½(R_{k-1} ā_{k-1} + R_k ā_k) + g) Δt`` with ``ā = a_m - b_a``;
@@ -50,7 +50,7 @@ Euler form of Solà eq. 270), with ``A = ½([R_{k-1} ā_{k-1}]× + [R_k ā_k]×)
 * ``δp_k = δp_{k-1} + Δt δv_{k-1} + ½ Δt (δv_k - δv_{k-1})``; ``δb_k = δb_{k-1}``.
 
 Process noise ``Q`` per step, from the continuous-time densities of
-:class:`accumo_ros.imu.ImuNoise` (white noise integrated over ``Δt``; the noises are
+:class:`accumo_ros.simulation.imu.ImuNoise` (white noise integrated over ``Δt``; the noises are
 isotropic, so rotating them into the world frame leaves them unchanged):
 
 * velocity random walk, ``σ_a`` = ``accel_noise_density`` (m/s²/√Hz):
@@ -138,7 +138,7 @@ from scipy.spatial.transform import Rotation
 from scipy.stats import chi2
 
 from accumo_ros.geometry import GRAVITY_WORLD, make_poses
-from accumo_ros.imu import ImuNoise
+from accumo_ros.simulation.imu import ImuNoise
 
 ERROR_DIM = 15
 POSE_DIM = 6
@@ -548,7 +548,7 @@ class ErrorStateKalmanFilter:
         """Fuse the measured pose of the body in the cloned one, ``T_clone_body``.
 
         ``covariance`` is 6×6: translation (m) and rotation vector (rad), both in the
-        cloned body frame, as :class:`accumo_ros.visual_odometry.VoResult` gives them.
+        cloned body frame, as :class:`accumo_ros.tasks.visual_odometry.VoResult` gives them.
         Returns False if the gate rejected it. Either way the clone then moves to the
         current pose, so the next relative pose is measured from here (module docstring),
         unless ``keep_clone``: then the clone (updated by this fusion) stays a keyframe

@@ -10,7 +10,7 @@ task at once. Baselines (§2.10.2):
 * ``rr``: round robin;
 * ``wrr:x:y``: task 0 ``x`` times, then task 1 ``y`` times (any number of tasks: ``wrr:3:1:1``);
 * ``aao``: all at once, every offloaded frame runs every task's server model;
-* ``accumo``: the MPC of :mod:`accumo_ros.mpc`.
+* ``accumo``: the MPC of :mod:`accumo_ros.scheduler.mpc`.
 
 Plain Python, no ROS: the scheduler node and the evaluator drive the same objects.
 """
@@ -21,7 +21,7 @@ import itertools
 from collections.abc import Sequence
 from typing import Protocol
 
-from accumo_ros.mpc import AccuracyEstimate, MpcDecision, MpcScheduler
+from accumo_ros.scheduler.mpc import AccuracyEstimate, MpcDecision, MpcScheduler
 
 
 class OffloadPolicy(Protocol):

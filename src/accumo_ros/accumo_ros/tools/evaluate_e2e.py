@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 r"""``accumo_evaluate_e2e``: AccuMO end to end, with real nodes, sockets and an emulated link.
 
-The end-to-end mode of the evaluation (the fast mode is :mod:`accumo_ros.evaluate`). One
+The end-to-end mode of the evaluation (the fast mode is :mod:`accumo_ros.tools.evaluate`). One
 generated sequence bag plays through the robot's graph in real time:
 
     sensor_source (bag, fixed rate) -> accumo_scheduler -> offload_bridge (action)
@@ -44,10 +44,8 @@ from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import Image
 
-from accumo_ros.evaluate import abs_rel
 from accumo_ros.metrics import kitti_errors
-from accumo_ros.odometry_eval import SEGMENT_STEP
-from accumo_ros.sequence_bag import (
+from accumo_ros.simulation.sequence_bag import (
     BAG_START_NS,
     CAMERA_INFO_TOPIC,
     IMAGE_TOPIC,
@@ -55,6 +53,8 @@ from accumo_ros.sequence_bag import (
     LoadedSequence,
     read_sequence_bag,
 )
+from accumo_ros.tools.evaluate import abs_rel
+from accumo_ros.tools.odometry_eval import SEGMENT_STEP
 from edge_offload.graph_wait import spin_until, wait_for_bridge_connection
 from edge_offload.image_convert import imgmsg_to_cv2
 from edge_offload.link_emulator import LinkEmulator, LinkEmulatorConfig

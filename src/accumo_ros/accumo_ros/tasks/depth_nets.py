@@ -5,7 +5,7 @@
 The dissertation offloads depth to AdaBins on the server and falls back to FastDepth on the
 phone (§2.4): AbsRel 0.12–0.17 against 0.35. No pretrained monocular depth weights exist
 offline, so both networks here are **randomly initialised** and trained from scratch by
-:mod:`accumo_ros.train_depth` on the suite's own synthetic sequences, supervised by their
+:mod:`accumo_ros.tools.train_depth` on the suite's own synthetic sequences, supervised by their
 exact ground-truth depth:
 
 * :class:`ServerDepthNet` (``kind='server'``): a compact U-Net (residual encoder down to 1/32,
@@ -56,7 +56,7 @@ _LOG_MAX = math.log(MAX_DEPTH_M)
 INITIAL_DEPTH_M = 5.0
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
-WEIGHTS_DIR = Path(__file__).resolve().parent / 'weights'
+WEIGHTS_DIR = Path(__file__).resolve().parents[1] / 'weights'
 WEIGHTS_FORMAT = 'accumo_depth_weights/1'
 # How the packaged weights are made (named in the errors): the data sets, then 60 CPU minutes
 # of training in all, 2 threads.
@@ -67,12 +67,12 @@ DATA_COMMANDS = (
 )
 TRAINING_COMMANDS = {
     'server': (
-        'python -m accumo_ros.train_depth --dataset results/accumo_dataset '
+        'accumo_train_depth --dataset results/accumo_dataset '
         '--extra-train results/accumo_train --kind server --minutes 45 --every 3 '
         '--output src/accumo_ros/accumo_ros/weights/depth_server.pt'
     ),
     'lite': (
-        'python -m accumo_ros.train_depth --dataset results/accumo_dataset '
+        'accumo_train_depth --dataset results/accumo_dataset '
         '--extra-train results/accumo_train --kind lite --minutes 15 --every 3 '
         '--output src/accumo_ros/accumo_ros/weights/depth_lite.pt'
     ),
@@ -212,7 +212,7 @@ class ServerDepthNet(DepthNet):
     Decoder: bilinear ×2 upsampling, concatenation with the encoder skip, one or two 3×3
     conv-BN-ReLU, up to 1/2 resolution; a 3×3 log-depth head. About 2.2 M parameters and
     0.8 G multiply-accumulates at 416×128.
-    Randomly initialised: train it with :mod:`accumo_ros.train_depth`.
+    Randomly initialised: train it with :mod:`accumo_ros.tools.train_depth`.
     """
 
     architecture = 'accumo_server_unet_v1'
@@ -280,7 +280,7 @@ class LiteDepthNet(DepthNet):
     (FastDepth's additive skips), and a 1×1 log-depth head at the input resolution.
     About 1.0 M parameters and 0.015 G multiply-accumulates at 112×32. Randomly initialised
     (FastDepth starts from ImageNet weights, which are not available offline): train it with
-    :mod:`accumo_ros.train_depth`.
+    :mod:`accumo_ros.tools.train_depth`.
     """
 
     architecture = 'accumo_lite_fastdepth_w050_v1'
@@ -434,7 +434,7 @@ def read_depth_weights(path: Path | str) -> tuple[dict[str, Any], dict[str, torc
     ):
         raise DepthWeightsError(
             f'{path} is not an AccuMO depth weights file ({WEIGHTS_FORMAT}: a dict with '
-            "'metadata' and 'state_dict'); write it with accumo_ros.train_depth"
+            "'metadata' and 'state_dict'); write it with accumo_ros.tools.train_depth"
         )
     return document['metadata'], document['state_dict']
 

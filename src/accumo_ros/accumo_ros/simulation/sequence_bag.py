@@ -38,7 +38,7 @@ from rosbags.rosbag2.enums import CompressionFormat, CompressionMode
 from rosbags.typesys import Stores, get_typestore
 
 from accumo_ros.geometry import T_BODY_OPTICAL, make_poses, quaternions_xyzw, rotations_from_xyzw
-from accumo_ros.sequence import SequenceConfig, SyntheticSequence
+from accumo_ros.simulation.sequence import SequenceConfig, SyntheticSequence
 from edge_offload.camera_model import PinholeCamera
 from edge_offload.image_convert import ImageFormatError, image_fields, imgmsg_to_cv2
 from edge_offload.stamps import stamp_ns

@@ -3,7 +3,7 @@
 r"""``accumo_evaluate``: AccuMO and the baselines on generated sequences (fast mode, §2.10).
 
 Every sequence of the chosen split is replayed frame by frame through
-:class:`accumo_ros.pipeline.AccumoPipeline`, the robot side the scheduler node runs, with
+:class:`accumo_ros.scheduler.pipeline.AccumoPipeline`, the robot side the scheduler node runs, with
 the real trained nets and the real VO: the server depth net on offloaded frames, the lite
 net, warping, the optical-flow tracker model, frame-pair VO fused late by the ESKF. What is
 *modelled* is only the offload channel: each offload's latency is drawn from a latency
@@ -11,7 +11,7 @@ distribution (``--latencies``: a YAML of measured per-task latencies, default th
 dissertation's measured 70.98 ms depth / 61.05 ms odometry on 802.11ac + RTX 2080 Ti) and
 turned into frames at the sequence's frame rate; the result is usable that many frames
 later, and the scheduler's ``L_j`` comes from the measured latencies
-(:class:`~accumo_ros.offload_latency.OffloadLatencyEstimator`).
+(:class:`~accumo_ros.scheduler.offload_latency.OffloadLatencyEstimator`).
 
 Schedulers: LA, RR, WRR 3:1/2:1/1:2/1:3, AAO (no local algorithm, as the dissertation's),
 RR with the local algorithm, AccuMO without it, AccuMO, and AccuMO with two oracle accuracy
@@ -50,17 +50,17 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from accumo_ros.dataset import split_paths
-from accumo_ros.depth_tracking import LOCAL_ALGORITHM, TRACKER
 from accumo_ros.metrics import kitti_errors
-from accumo_ros.mpc import AccuracyEstimate, MpcScheduler, TaskSpec, weighted_sum
-from accumo_ros.odometry_eval import SEGMENT_STEP, VoCache, imu_noise_of, window_drops
-from accumo_ros.odometry_model import OdometryAccuracyModel, OdometryModelSet
-from accumo_ros.offload_latency import OffloadLatencyEstimator, OffloadSample
-from accumo_ros.offload_policies import make_policy
-from accumo_ros.pipeline import DEPTH, ODOMETRY, AccumoPipeline, PipelineConfig
-from accumo_ros.sequence_bag import LoadedSequence, read_sequence_bag
-from accumo_ros.visual_odometry import VoConfig
+from accumo_ros.scheduler.mpc import AccuracyEstimate, MpcScheduler, TaskSpec, weighted_sum
+from accumo_ros.scheduler.offload_latency import OffloadLatencyEstimator, OffloadSample
+from accumo_ros.scheduler.offload_policies import make_policy
+from accumo_ros.scheduler.pipeline import DEPTH, ODOMETRY, AccumoPipeline, PipelineConfig
+from accumo_ros.simulation.dataset import split_paths
+from accumo_ros.simulation.sequence_bag import LoadedSequence, read_sequence_bag
+from accumo_ros.tasks.depth_tracking import LOCAL_ALGORITHM, TRACKER
+from accumo_ros.tasks.odometry_model import OdometryAccuracyModel, OdometryModelSet
+from accumo_ros.tasks.visual_odometry import VoConfig
+from accumo_ros.tools.odometry_eval import SEGMENT_STEP, VoCache, imu_noise_of, window_drops
 
 WEIGHT_RATIOS = ((4, 1), (2, 1), (1, 1), (1, 2), (1, 4))
 STATIC_BASELINES = ('la', 'rr', 'wrr:3:1', 'wrr:2:1', 'wrr:1:2', 'wrr:1:3', 'aao')
@@ -185,7 +185,7 @@ def load_sequence_data(
     (default the packaged ones) was: its window, strides and latency; of a model set, the
     model the scheduler starts with at ``latency_model``'s latencies.
     """
-    from accumo_ros.depth_nets import load_depth_net
+    from accumo_ros.tasks.depth_nets import load_depth_net
 
     sequence = read_sequence_bag(path)
     cache = cache_dir / f'{path.name}.npz'

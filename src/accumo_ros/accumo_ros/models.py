@@ -4,7 +4,7 @@
 
 * ``accumo_depth``: the trained server depth net. ``image`` (1, 3, H, W) uint8 RGB ->
   ``depth`` (H, W) float32 metres.
-* ``accumo_odometry``: frame-pair visual odometry (:mod:`accumo_ros.visual_odometry`) with
+* ``accumo_odometry``: frame-pair visual odometry (:mod:`accumo_ros.tasks.visual_odometry`) with
   the server depth net giving the first frame's metric depth. ``image_1``, ``image_2``
   (1, 3, H, W) uint8 and ``intrinsics`` (4,) float32 ``fx, fy, cx, cy`` -> ``relative_pose``
   (4, 4) float64 ``T_body1_body2``, ``covariance`` (6, 6) float64, ``ok`` () bool and
@@ -23,8 +23,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from accumo_ros.depth_nets import load_depth_net
-from accumo_ros.visual_odometry import FramePairOdometry
+from accumo_ros.tasks.depth_nets import load_depth_net
+from accumo_ros.tasks.visual_odometry import FramePairOdometry
 from edge_offload.camera_model import PinholeCamera
 from edge_offload.models import ModelSpec, TensorSpec
 

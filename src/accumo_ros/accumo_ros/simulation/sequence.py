@@ -11,7 +11,8 @@ velocity low/high (``<dynamic>_<angular>``, e.g. ``high_low``):
   towards it, offset sideways (so they never hit the camera). ``low``: one pedestrian-sized
   box far ahead; ``high``: two car-sized boxes close ahead and two oncoming ones. Their
   measured image share is written to the metadata.
-* **angular velocity**: the camera head's yaw sway (:mod:`accumo_ros.trajectory`). ``low``:
+* **angular velocity**: the camera head's yaw sway
+  (:mod:`accumo_ros.simulation.trajectory`). ``low``:
   ±2.3° at 0.25 Hz; ``high``: ±26° at 0.4 Hz. The measured mean |ω| is in the metadata.
 
 Everything is drawn from ``numpy.random.default_rng(seed)``, so a seed gives the same
@@ -25,9 +26,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from accumo_ros.imu import ImuNoise, ImuSeries, simulate_imu
-from accumo_ros.scene import Box, RenderedFrame, Renderer, Scene, make_texture_bank
-from accumo_ros.trajectory import Sinusoid, Trajectory, TrajectoryConfig
+from accumo_ros.simulation.imu import ImuNoise, ImuSeries, simulate_imu
+from accumo_ros.simulation.scene import Box, RenderedFrame, Renderer, Scene, make_texture_bank
+from accumo_ros.simulation.trajectory import Sinusoid, Trajectory, TrajectoryConfig
 from edge_offload.camera_model import PinholeCamera
 
 DYNAMIC_LEVELS = ('low', 'high')

@@ -1,25 +1,25 @@
 # Copyright 2026 The edge_offload authors
 # SPDX-License-Identifier: Apache-2.0
-r"""``python -m accumo_ros.odometry_eval``: odometry accuracy on a generated data set.
+r"""``accumo_odometry_eval``: odometry accuracy on a generated data set.
 
 Two jobs, both on sequences written by ``accumo_generate``:
 
 1. **Accuracy table** (held-out split): KITTI t_err and r_err, with segment lengths scaled
    to the sequences (:func:`accumo_ros.metrics.kitti_segment_lengths`), of
 
-   * *server VO*: frame-pair visual odometry (:mod:`accumo_ros.visual_odometry`) on every
+   * *server VO*: frame-pair visual odometry (:mod:`accumo_ros.tasks.visual_odometry`) on every
      ``--stride``-th frame, chained, scored on those frames;
    * *Kalman only*: the error-state filter on the IMU alone (the odometry local algorithm),
      scored on every frame;
    * *Kalman + VO*: the same filter fusing each VO pose ``--latency`` frames after its
      frame by rollback and stochastic cloning (the odometry tracker), every frame. VO
      pairs measure from a keyframe (``--keyframe-frames``, ``--keyframe-inliers``; see
-     :class:`accumo_ros.visual_odometry.KeyframePolicy`).
+     :class:`accumo_ros.tasks.visual_odometry.KeyframePolicy`).
 
 2. **Accuracy model** (``--fit``): for every 32-frame window of every train sequence, the
    drop in t_err (frame-level proxy) of offloading at stride 8 inside the window instead of
    4, against the window's angular speed from the IMU-only filter; the 95th-percentile
-   regression of one on the other (:mod:`accumo_ros.odometry_model`) is written to
+   regression of one on the other (:mod:`accumo_ros.tasks.odometry_model`) is written to
    ``--model``. The same measurement on the held-out split gives the correlation of the
    model's bound with the true drop, and how many true drops lie under the bound.
    ``--fit-dataset`` fits on another set's train split: the depth nets were trained on the
@@ -30,7 +30,7 @@ gt`` is the ground truth (the geometry alone), ``--depth server`` the trained se
 net (what the robot gets). The filter starts from the true pose and velocity, with the
 datasheet IMU noise of the data set (BMI263) and zero initial bias estimates.
 
-    python -m accumo_ros.odometry_eval --dataset results/accumo_dataset --fit \
+    accumo_odometry_eval --dataset results/accumo_dataset --fit \
         --model src/accumo_ros/accumo_ros/weights/odometry_accuracy.yaml
 """
 
@@ -49,17 +49,17 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import pearsonr, spearmanr
 
-from accumo_ros.dataset import load_index, split_paths
-from accumo_ros.imu import ImuNoise
-from accumo_ros.imu_filter import DelayedPoseFusion, ErrorStateKalmanFilter
 from accumo_ros.metrics import SegmentErrors, kitti_errors, segment_errors
-from accumo_ros.odometry_model import (
+from accumo_ros.simulation.dataset import load_index, split_paths
+from accumo_ros.simulation.imu import ImuNoise
+from accumo_ros.simulation.sequence_bag import LoadedSequence, read_sequence_bag
+from accumo_ros.tasks.imu_filter import DelayedPoseFusion, ErrorStateKalmanFilter
+from accumo_ros.tasks.odometry_model import (
     OdometryAccuracyModel,
     quantile_regression,
     window_angular_speed,
 )
-from accumo_ros.sequence_bag import LoadedSequence, read_sequence_bag
-from accumo_ros.visual_odometry import FramePairOdometry, KeyframePolicy, VoResult
+from accumo_ros.tasks.visual_odometry import FramePairOdometry, KeyframePolicy, VoResult
 
 DepthSource = Callable[[LoadedSequence, int], np.ndarray]
 # Segment starts every this many frames (the KITTI devkit's step is 10 frames at 10 Hz; at
@@ -343,7 +343,7 @@ def depth_source(kind: str) -> DepthSource:
         return lambda sequence, index: sequence.depth[index]
     if kind != 'server':
         raise ValueError(f'unknown depth source {kind!r}; use gt or server')
-    from accumo_ros.depth_nets import load_depth_net
+    from accumo_ros.tasks.depth_nets import load_depth_net
 
     net = load_depth_net('server')
     return lambda sequence, index: net.predict(sequence.rgb[index])
@@ -472,7 +472,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f'odometry_eval: {error}', file=sys.stderr)
         return 2
     depth_of = depth_source(args.depth)
-    command = shlex.join(['python', '-m', 'accumo_ros.odometry_eval', *argv])
+    command = shlex.join(['python', '-m', 'accumo_ros.tools.odometry_eval', *argv])
     print(
         f'Odometry on the held-out split of {args.dataset}: VO every {args.stride} frames '
         f'(60 FPS), poses fused {args.latency} frames late, VO depth: {args.depth}; '

@@ -34,8 +34,8 @@ from pathlib import Path
 import yaml
 from rosbags.rosbag2 import StoragePlugin
 
-from accumo_ros.sequence import CATEGORIES, SequenceConfig
-from accumo_ros.sequence_bag import generate_sequence_bag
+from accumo_ros.simulation.sequence import CATEGORIES, SequenceConfig
+from accumo_ros.simulation.sequence_bag import generate_sequence_bag
 
 INDEX_FILE = 'dataset.yaml'
 SPLITS = ('train', 'heldout')
@@ -199,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
                     bar.update(1)
     elapsed = time.monotonic() - started
     document = {
-        'generator': 'accumo_ros.sequence',
+        'generator': 'accumo_ros.simulation.sequence',
         'settings': {
             **asdict(base),
             'imu_noise': asdict(base.imu_noise),

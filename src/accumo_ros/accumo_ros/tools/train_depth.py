@@ -1,13 +1,13 @@
 # Copyright 2026 The edge_offload authors
 # SPDX-License-Identifier: Apache-2.0
-r"""``python -m accumo_ros.train_depth``: train AccuMO's server or lite depth net from scratch.
+r"""``accumo_train_depth``: train AccuMO's server or lite depth net from scratch.
 
 No pretrained monocular depth weights exist offline, so the nets of
-:mod:`accumo_ros.depth_nets` are trained here, on a CPU, on the train split of a data set made
-by ``accumo_generate``, supervised by its exact ground-truth depth, within a wall-clock
+:mod:`accumo_ros.tasks.depth_nets` are trained here, on a CPU, on the train split of a data set
+made by ``accumo_generate``, supervised by its exact ground-truth depth, within a wall-clock
 budget; then evaluated on the held-out split with :func:`accumo_ros.metrics.depth_errors`::
 
-    python -m accumo_ros.train_depth --dataset results/accumo_dataset \
+    accumo_train_depth --dataset results/accumo_dataset \
         --extra-train results/accumo_train --kind server --minutes 45 --every 3 \
         --output src/accumo_ros/accumo_ros/weights/depth_server.pt
 
@@ -54,8 +54,10 @@ import numpy as np
 import torch
 import yaml
 
-from accumo_ros.dataset import INDEX_FILE, SequenceEntry, load_index
-from accumo_ros.depth_nets import (
+from accumo_ros.metrics import DepthErrors, depth_errors
+from accumo_ros.simulation.dataset import INDEX_FILE, SequenceEntry, load_index
+from accumo_ros.simulation.sequence_bag import read_sequence_bag
+from accumo_ros.tasks.depth_nets import (
     KINDS,
     build_depth_net,
     conv_macs,
@@ -65,8 +67,6 @@ from accumo_ros.depth_nets import (
     upsample_log_depth,
     weights_metadata,
 )
-from accumo_ros.metrics import DepthErrors, depth_errors
-from accumo_ros.sequence_bag import read_sequence_bag
 
 SILOG_VARIANCE_FOCUS = 0.85
 WARMUP_SHARE = 0.03
@@ -426,7 +426,7 @@ def main(argv: list[str] | None = None) -> int:
     if not (args.dataset / INDEX_FILE).is_file():
         print(f'train_depth: {args.dataset / INDEX_FILE} does not exist', file=sys.stderr)
         return 2
-    command = shlex.join(['python', '-m', 'accumo_ros.train_depth', *argv])
+    command = shlex.join(['python', '-m', 'accumo_ros.tools.train_depth', *argv])
     batch_size = args.batch_size or DEFAULTS[args.kind]['batch_size']
     lr = args.lr or DEFAULTS[args.kind]['lr']
     progress = not args.no_progress
