@@ -30,15 +30,15 @@ from typing import Any
 
 from tqdm import tqdm
 
-from lopinfer_ros.planner import (
+from lopinfer_ros.baselines import (
     DEVICE_ONLY,
     LAYER_SPLIT,
     LOPINFER,
     SERVER_ONLY,
     device_only,
-    loss,
     server_only,
 )
+from lopinfer_ros.planner import loss
 from lopinfer_ros.problem import LinkModel, Plan, PlanProblem
 
 FORMAT = 'lopinfer-plan-table'

@@ -10,6 +10,7 @@ import math
 
 import pytest
 
+from lopinfer_ros.baselines import device_only, server_only
 from lopinfer_ros.plan_table import (
     FORMAT_VERSION,
     MODES,
@@ -18,7 +19,6 @@ from lopinfer_ros.plan_table import (
     build_table,
     planned_bandwidth,
 )
-from lopinfer_ros.planner import device_only, server_only
 from lopinfer_ros.problem import ATOMIC, INPUT, LOCAL, CostCurve, LinkModel, PlanNode, PlanProblem
 from lopinfer_ros.simulator import simulate
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from lopinfer_ros.planner import (
+from lopinfer_ros.baselines import (
     BASELINES,
     DEVICE_ONLY,
     LAYER_SPLIT,
@@ -21,9 +21,9 @@ from lopinfer_ros.planner import (
     better,
     device_only,
     layer_split,
-    loss,
     server_only,
 )
+from lopinfer_ros.planner import loss
 from lopinfer_ros.problem import (
     ATOMIC,
     INPUT,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from lopinfer_ros.planner import device_only, server_only
+from lopinfer_ros.baselines import device_only, server_only
 from lopinfer_ros.problem import (
     ATOMIC,
     INPUT,
