@@ -293,14 +293,16 @@ def _await_last_results(summary: Summary, deadline: float, stop: threading.Event
 
     Frames dropped on the way never get one: results have stopped when none came for
     ``_RESULTS_QUIET_S``, many frames' tracking time (tracking never waits for the front
-    end), or at ``deadline``.
+    end), or at ``deadline``. A graph that has answered nothing yet is still starting (a
+    short replay can end before the first result), not stopped: it gets until ``deadline``.
     """
     last_count, last_change = summary.results, time.monotonic()
     while summary.frames_without_result() and not stop.is_set():
         now = time.monotonic()
         if summary.results != last_count:
             last_count, last_change = summary.results, now
-        if now - last_change > _RESULTS_QUIET_S or now > deadline:
+        quiet = summary.results > 0 and now - last_change > _RESULTS_QUIET_S
+        if quiet or now > deadline:
             return
         time.sleep(0.05)
 
