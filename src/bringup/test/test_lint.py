@@ -58,6 +58,8 @@ def test_workspace_has_the_designed_packages():
     assert names == {
         'offload_interfaces',
         'edge_offload',
+        'edge_offload_testing',
+        'edge_offload_zoo',
         'rrto_ros',
         'lopinfer_ros',
         'accumo_ros',

@@ -16,8 +16,3 @@ def test_fixture_plugin_is_not_registered_for_every_pytest_run():
     # A global pytest11 plugin would import rclpy into every pytest run in the venv.
     plugins = {entry.value for entry in entry_points(group='pytest11')}
     assert not any(plugin.startswith('edge_offload') for plugin in plugins)
-
-
-def test_testing_package_is_installed_and_indexed():
-    manifest = installed_package_manifest('edge_offload_testing')
-    assert 'edge_offload' in {dependency.name for dependency in manifest.exec_depends}
