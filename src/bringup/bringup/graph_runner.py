@@ -145,7 +145,9 @@ def build_parser() -> argparse.ArgumentParser:
         help='deliver every frame (replays of files and bags); default: sensor-data QoS',
     )  # fmt: skip
     parser.add_argument(
-        '--rviz', action='store_true', help='start RViz (needs a ROS 2 install with rviz2)'
+        '--rviz',
+        action='store_true',
+        help='not started by the runner: says to use kapao_tracking.launch.py rviz:=true',
     )
     parser.add_argument('--log-level', default='info', help='ROS log level')
     return parser

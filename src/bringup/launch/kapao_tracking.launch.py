@@ -12,9 +12,10 @@ r"""People following on the robot: camera -> offloaded keypoints -> depth -> tra
 
 Nodes: ``sensor_source`` (camera, video, image folder, bag or synthetic frames),
 ``offload_bridge`` (lifecycle; the offloading modes and the link monitor),
-``people_detection`` (one ``Offload`` goal per frame), ``tracking_monitor`` (status line
-and optional recording); with ``follow`` (the default) ``accumo_scheduler`` (AccuMO depth
-and odometry, when the depth source is ``accumo``), ``people_tracker`` (localizer and
+``people_detection`` (people tracked every frame, the front end offloaded as an ``Offload``
+goal every few frames; one goal per frame with ``tracking: false``), ``tracking_monitor``
+(status line and optional recording); with ``follow`` (the default) ``accumo_scheduler``
+(AccuMO depth and odometry, when the depth source is ``accumo``), ``people_tracker`` (localizer and
 tracker) and ``follower`` (``cmd_vel``); ``bag_recorder`` when a bag folder is set,
 ``edge_server`` (lifecycle; single-machine runs, the edge machine uses
 ``edge_server.launch.py``) and RViz on request.
