@@ -168,7 +168,7 @@ def test_mismatched_or_missing_weights_give_clear_errors(tmp_path) -> None:  # n
     with pytest.raises(DepthWeightsError, match='not an AccuMO depth weights file'):
         load_depth_net('lite', foreign)
 
-    with pytest.raises(FileNotFoundError, match='accumo_ros.tools.train_depth --dataset'):
+    with pytest.raises(FileNotFoundError, match='accumo_train_depth --dataset'):
         load_depth_net('server', tmp_path / 'missing.pt')
     with pytest.raises(ValueError, match='unknown depth net kind'):
         load_depth_net('huge', path)

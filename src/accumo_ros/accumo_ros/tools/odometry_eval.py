@@ -472,7 +472,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f'odometry_eval: {error}', file=sys.stderr)
         return 2
     depth_of = depth_source(args.depth)
-    command = shlex.join(['python', '-m', 'accumo_ros.tools.odometry_eval', *argv])
+    command = shlex.join(['accumo_odometry_eval', *argv])
     print(
         f'Odometry on the held-out split of {args.dataset}: VO every {args.stride} frames '
         f'(60 FPS), poses fused {args.latency} frames late, VO depth: {args.depth}; '

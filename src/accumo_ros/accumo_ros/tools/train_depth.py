@@ -426,7 +426,7 @@ def main(argv: list[str] | None = None) -> int:
     if not (args.dataset / INDEX_FILE).is_file():
         print(f'train_depth: {args.dataset / INDEX_FILE} does not exist', file=sys.stderr)
         return 2
-    command = shlex.join(['python', '-m', 'accumo_ros.tools.train_depth', *argv])
+    command = shlex.join(['accumo_train_depth', *argv])
     batch_size = args.batch_size or DEFAULTS[args.kind]['batch_size']
     lr = args.lr or DEFAULTS[args.kind]['lr']
     progress = not args.no_progress
