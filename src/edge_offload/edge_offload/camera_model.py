@@ -141,6 +141,19 @@ class PinholeCamera:
             v = np.where(z > 0, self.fy * points[..., 1] / z + self.cy, np.nan)
         return np.stack([u, v], axis=-1), z
 
+    def back_project_pixels(self, pixels: ArrayLike, depth: ArrayLike) -> np.ndarray:
+        """Return the points (..., 3) of pixels (..., 2) at metric z-depths (...)."""
+        pixels = np.asarray(pixels, dtype=np.float64)
+        depth = np.asarray(depth, dtype=np.float64)
+        return np.stack(
+            [
+                (pixels[..., 0] - self.cx) / self.fx * depth,
+                (pixels[..., 1] - self.cy) / self.fy * depth,
+                depth,
+            ],
+            axis=-1,
+        )
+
     def pixel_rays(self, stride: int = 1) -> np.ndarray:
         """Return rays (H', W', 3) with z = 1 through every ``stride``-th pixel centre."""
         if stride < 1:

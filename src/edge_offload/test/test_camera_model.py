@@ -61,3 +61,9 @@ def test_camera_info_is_read_and_bad_matrices_are_refused():
         PinholeCamera(fx=1.0, fy=-1.0, cx=0.0, cy=0.0, width=1, height=1)
     with pytest.raises(ValueError, match='width'):
         PinholeCamera(fx=1.0, fy=1.0, cx=0.0, cy=0.0, width=0, height=1)
+
+
+def test_pixels_at_depths_back_project_to_the_points_that_project_there():
+    points = np.array([[0.3, -0.2, 2.0], [-1.0, 0.5, 5.0]])
+    centres, z = CAMERA.project(points)
+    np.testing.assert_allclose(CAMERA.back_project_pixels(centres, z), points)

@@ -212,14 +212,14 @@ def forward_warp(depth_1: np.ndarray, intrinsics: PinholeCamera, T_2_1: np.ndarr
     flat = depth_1.reshape(-1).astype(np.float64)
     with np.errstate(invalid='ignore'):
         valid = np.isfinite(flat) & (flat > 0.0)
-    # geometry.back_project with cached rays; invalid depth is zeroed here (so no inf * 0
+    # PinholeCamera.back_project with cached rays; invalid depth is zeroed here (so no inf * 0
     # warnings) and its points dropped below (0 * ray would be a point at the camera).
     points = _pixel_rays(intrinsics) * np.where(valid, flat, 0.0)[:, None]
     points = points @ pose[:3, :3].T + pose[:3, 3]
     z = np.where(valid, points[:, 2], np.nan)
-    with np.errstate(divide='ignore', invalid='ignore'):
-        columns = intrinsics.fx * points[:, 0] / z + intrinsics.cx
-        rows = intrinsics.fy * points[:, 1] / z + intrinsics.cy
+    points[:, 2] = z
+    pixels, _ = intrinsics.project(points)
+    columns, rows = pixels[:, 0], pixels[:, 1]
     winner = _splat(columns, rows, z, height, width)
     source, holes = _fill_nearest(winner, height, width)
     if holes.all():

@@ -146,9 +146,7 @@ class FramePairOdometry:
         if valid.sum() < c.min_inliers:
             return _failure('too few matches with valid depth', len(good))
         k = self.intrinsics
-        points = np.column_stack(
-            [(pixels_1[:, 0] - k.cx) / k.fx * depth, (pixels_1[:, 1] - k.cy) / k.fy * depth, depth]
-        )[valid]
+        points = k.back_project_pixels(pixels_1, depth)[valid]
         observed = pixels_2[valid]
         camera = k.matrix
         found, rvec, tvec, inliers = cv2.solvePnPRansac(
