@@ -22,7 +22,7 @@ setup:  ## Create .venv with the pinned dependencies and build the workspace (id
 
 run:  ## The main job: people detection on real video (vtest.avi), offloaded to a loopback edge server.
 	@$(IN_WORKSPACE) kapao_tracking --source video --uri asset:media/opencv/vtest.avi \
-	  --start-edge-server --keys-dir results/keys --mode nnto --reliable-sensor-qos \
+	  --start-edge-server --keys-dir results/keys --mode nnto --no-follow --reliable-sensor-qos \
 	  --record results/kapao_tracking/vtest_people.mp4
 
 bench:  ## Offload latency benchmark: protocol round trip, local vs nnto over emulated links.

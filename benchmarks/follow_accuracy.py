@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Following accuracy of localizer -> tracker -> follower against walking speed.
 
-Set-up (printed): :func:`bringup.follow_simulation.simulate_chain`, simulated time, no
+Set-up (printed): :func:`people_following.follow_simulation.simulate_chain`, simulated time, no
 wall-clock figures. A person stands 2.5 m ahead for 4 s, walks straight until 12 s, then
 on a 5 m curve to the left, and vanishes at 24 s. A unicycle robot executes each 20 Hz
 command exactly. A 10 Hz RGB-D camera (320x240 RGB, 160x120 depth, 70° HFOV, 0.5 m up,
@@ -34,8 +34,8 @@ from pathlib import Path
 
 import numpy as np
 
-from bringup.follow_simulation import GONE_S, SETTLED_S, make_walker, simulate_chain
-from bringup.follower import FollowerConfig
+from people_following.follow_simulation import GONE_S, SETTLED_S, make_walker, simulate_chain
+from people_following.follower import FollowerConfig
 
 SPEEDS = (0.3, 0.5, 0.8, 1.0, 1.2, 1.4)
 PROFILES = {

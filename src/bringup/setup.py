@@ -1,17 +1,17 @@
 # Copyright 2026 The edge_offload authors
 # SPDX-License-Identifier: Apache-2.0
-"""Install the bringup package."""
+"""Install the bringup package: launch, parameter and RViz files only (no Python module)."""
 
 from glob import glob
 
-from setuptools import find_packages, setup
+from setuptools import setup
 
 package_name = 'bringup'
 
 setup(
     name=package_name,
     version='0.1.0',
-    packages=find_packages(exclude=['test', 'test.*']),
+    packages=[],
     data_files=[
         ('share/ament_index/resource_index/packages', ['resource/' + package_name]),
         ('share/' + package_name, ['package.xml']),
@@ -23,20 +23,7 @@ setup(
     zip_safe=True,
     maintainer='Edge offload maintainers',
     maintainer_email='maintainers@edge-offload.dev',
-    description='Applications, launch and parameter files of the edge-offloading suite.',
+    description='Launch, parameter and RViz files of the edge-offloading suite.',
     license='Apache-2.0',
     extras_require={'test': ['pytest']},
-    entry_points={
-        'console_scripts': [
-            'sensor_source = bringup.sensor_source_node:main',
-            'people_detection = bringup.people_detection_node:main',
-            'tracking_monitor = bringup.tracking_monitor_node:main',
-            'follower = bringup.follower_node:main',
-            'bag_recorder = bringup.bag_recorder_node:main',
-            'bag_evaluate = bringup.bag_evaluator:main',
-            'people_tracker = bringup.people_tracker_node:main',
-            # The whole people-tracking graph in one process, from the launch file's YAML.
-            'kapao_tracking = bringup.graph_runner:main',
-        ],
-    },
 )

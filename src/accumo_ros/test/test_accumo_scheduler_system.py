@@ -74,7 +74,7 @@ def _run(ros_context, ros_executor, ros_processes, bag, bridge=None, **scheduler
         assert wait_for_bridge_connection(ros_executor, node), ros_processes.output(bridge)
     ros_processes.start(
         node_command(
-            'bringup.sensor_source_node',
+            'people_following.sensor_source_node',
             source='bag',
             uri=str(bag),
             bag_image_topic=IMAGE_TOPIC,

@@ -20,18 +20,18 @@ from ament_index_python.packages import get_package_share_directory
 from launch import Action, LaunchContext, LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction, SetEnvironmentVariable
 
-from bringup.graph_parameters import (
-    GraphArguments,
-    graph_parameters,
-    load_parameter_file,
-    parse_flag,
-)
-from bringup.launch_helpers import (
+from edge_offload.launch_helpers import (
     argument,
     common_arguments,
     enabled,
     respawning_lifecycle_node,
     write_launch_parameters,
+)
+from edge_offload.parameter_files import (
+    apply_run_flags,
+    load_parameter_file,
+    node_parameters,
+    parse_flag,
 )
 
 
@@ -59,14 +59,14 @@ def generate_launch_description() -> LaunchDescription:
 
 
 def _server(context: LaunchContext) -> list[Action]:
-    parameters = graph_parameters(
-        load_parameter_file(argument(context, 'params_file')),
-        GraphArguments(
-            server_endpoint=argument(context, 'endpoint'),
-            use_sim_time=parse_flag(argument(context, 'use_sim_time'), 'use_sim_time'),
-            autostart=enabled(context, 'autostart'),
-        ),
-        nodes=('edge_server',),
+    server = node_parameters(load_parameter_file(argument(context, 'params_file')), 'edge_server')
+    if argument(context, 'endpoint'):
+        server['endpoint'] = argument(context, 'endpoint')
+    parameters = {'edge_server': server}
+    apply_run_flags(
+        parameters,
+        use_sim_time=parse_flag(argument(context, 'use_sim_time'), 'use_sim_time'),
+        autostart=enabled(context, 'autostart'),
     )
     params_file = write_launch_parameters(
         parameters, 'edge_server_parameters.yaml', argument(context, 'namespace')

@@ -20,8 +20,10 @@ tracker) and ``follower`` (``cmd_vel``); ``bag_recorder`` when a bag folder is s
 ``edge_server`` (lifecycle; single-machine runs, the edge machine uses
 ``edge_server.launch.py``) and RViz on request.
 
-Every parameter is in ``params_file`` (``config/kapao_tracking.yaml``), the file the
-in-process runner ``kapao_tracking`` reads too. An argument left empty leaves the file's
+The graph (its arguments, nodes and parameter rules) is defined once in
+``people_following.graph``; this file turns it into launch actions, and the in-process runner
+``kapao_tracking`` runs the same definition. Every parameter is in ``params_file``
+(``config/kapao_tracking.yaml``). An argument left empty leaves the file's
 value alone; a given one overrides the parameters it names. The parameters the nodes run
 with are written once per launch into the launch's log folder. Lifecycle nodes configure
 and activate themselves (``autostart``) at start and after every respawn.
@@ -37,136 +39,29 @@ from launch import Action, LaunchContext, LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction, SetEnvironmentVariable
 from launch_ros.actions import Node
 
-from bringup.dds_profile import PROFILE_VARIABLE, large_frames_profile
-from bringup.graph_parameters import (
-    LIFECYCLE_NODES,
-    GraphArguments,
-    graph_parameters,
-    load_parameter_file,
-    parse_flag,
-)
-from bringup.launch_helpers import (
+from edge_offload.launch_helpers import (
     argument,
-    common_arguments,
-    enabled,
     respawning_lifecycle_node,
     write_launch_parameters,
 )
-
-# Arguments that override parameters when given; '' leaves the parameter file's value.
-_PARAMETER_ARGUMENTS = (
-    ('source', 'Frame source: camera, video, images, bag or synthetic'),
-    ('uri', "Camera device, video file, image folder or bag ('asset:NAME' = a fetched asset)"),
-    (
-        'mode',
-        'Offloading mode of the people model: local, nnto, per_op, rrto, layer_split or '
-        'lopinfer (the bridge runs locally while the server fails)',
-    ),
-    (
-        'model',
-        'People model of the zoo: with tracking the front end that finds people to track '
-        '(blazepose_lite_people, blazepose_people), without it the model run on every frame '
-        '(also blazepose_fast_people; kapao_s/m/l are untrained, for latency experiments); '
-        'the bridge and a local server load it too',
-    ),
-    (
-        'server_endpoint',
-        'ZeroMQ endpoint of the edge server the bridge connects to (and a local server binds)',
-    ),
-    ('record_path', 'Video file for the annotated frames'),
-    (
-        'depth_source',
-        "The tracker's depth: accumo (AccuMO scheduler, which also gives odometry) or rgbd "
-        '(an RGB-D camera, with the robot odometry)',
-    ),
-    (
-        'record_bag',
-        "New folder for a rosbag2 of the run's topics (metrics next to it as "
-        '<folder>.metrics.json)',
-    ),
-)
-# The rate_mode argument: sensor_source's pacing; '' leaves the file's value, like the above.
-_RATE_MODE_DESCRIPTION = (
-    "Pacing of sensor_source: realtime (the source's timeline), fixed (rate_hz), max (as fast "
-    "as the source reads) or every_frame (each frame once the last one's result has come: "
-    'every frame evaluated, none dropped; makes the source, people_detection, bag_recorder and '
-    "tracking_monitor use reliable sensor QoS); '' = the parameter file's value"
-)
-# every_frame must lose no frame: these nodes then publish or subscribe the camera reliably.
-_RELIABLE_FOR_EVERY_FRAME = (
-    'sensor_source',
-    'people_detection',
-    'bag_recorder',
-    'tracking_monitor',
-)
-# Topics the graph exchanges with the robot, remapped when given another name.
-_TOPIC_ARGUMENTS = (
-    ('cmd_vel_topic', 'cmd_vel', 'Velocity commands of the follower'),
-    (
-        'odometry_topic',
-        'odometry',
-        "Odometry of the graph: AccuMO's output, or with depth_source rgbd the robot's own "
-        '(e.g. /odom)',
-    ),
-    (
-        'depth_image_topic',
-        'depth_camera/image',
-        'Depth image registered to the colour camera, 32FC1 m or 16UC1 mm (depth_source rgbd)',
-    ),
-    (
-        'depth_camera_info_topic',
-        'depth_camera/camera_info',
-        'CameraInfo of that depth image (depth_source rgbd)',
-    ),
-)
-# Nodes of the graph outside bringup.
-_PACKAGES = {
-    'offload_bridge': 'edge_offload',
-    'edge_server': 'edge_offload',
-    'accumo_scheduler': 'accumo_ros',
-}
+from people_following.dds_profile import PROFILE_VARIABLE, large_frames_profile
+from people_following.graph import ARGUMENTS, plan_graph
 
 
 def generate_launch_description() -> LaunchDescription:
-    """Declare the arguments; the nodes are made once their values are known."""
+    """Declare the graph's arguments; the nodes are made once their values are known."""
     share = get_package_share_directory('bringup')
+    defaults = {'params_file': os.path.join(share, 'config', 'kapao_tracking.yaml')}
     return LaunchDescription(
         [
-            DeclareLaunchArgument(
-                'params_file',
-                default_value=os.path.join(share, 'config', 'kapao_tracking.yaml'),
-                description='Parameter file of every node of the graph',
-            ),
             *(
                 DeclareLaunchArgument(
-                    name,
-                    default_value='',
-                    description=f"{description}; '' = the parameter file's value",
+                    graph_argument.name,
+                    default_value=defaults.get(graph_argument.name, graph_argument.default),
+                    description=graph_argument.description,
                 )
-                for name, description in _PARAMETER_ARGUMENTS
+                for graph_argument in ARGUMENTS
             ),
-            DeclareLaunchArgument(
-                'rate_mode', default_value='', description=_RATE_MODE_DESCRIPTION
-            ),
-            *(
-                DeclareLaunchArgument(name, default_value=default, description=description)
-                for name, default, description in _TOPIC_ARGUMENTS
-            ),
-            DeclareLaunchArgument(
-                'start_edge_server',
-                default_value='false',
-                description='Also start an edge server on this machine (single-machine runs)',
-            ),
-            DeclareLaunchArgument(
-                'follow',
-                default_value='true',
-                description='Start the AccuMO scheduler (depth source accumo), the tracker and '
-                'the follower (cmd_vel); false: people detection only',
-            ),
-            DeclareLaunchArgument(
-                'rviz', default_value='false', description='Start RViz with the tracking view'
-            ),
-            *common_arguments('every node'),
             # Lines of the nodes' logs come out whole and in order on the screen.
             SetEnvironmentVariable('RCUTILS_LOGGING_BUFFERED_STREAM', '1'),
             OpaqueFunction(function=_graph),
@@ -175,75 +70,50 @@ def generate_launch_description() -> LaunchDescription:
 
 
 def _graph(context: LaunchContext) -> list[Action]:
-    """Return the graph's nodes, with the parameters the given arguments leave or set."""
-    graph_arguments = GraphArguments(
-        **{name: argument(context, name) for name, _ in _PARAMETER_ARGUMENTS},
-        use_sim_time=parse_flag(argument(context, 'use_sim_time'), 'use_sim_time'),
-        autostart=enabled(context, 'autostart'),
+    """Return the nodes of the graph's plan for the given arguments."""
+    plan = plan_graph(
+        {
+            graph_argument.name: argument(context, graph_argument.name)
+            for graph_argument in ARGUMENTS
+        }
     )
-    sections = load_parameter_file(argument(context, 'params_file'))
-    parameters = graph_parameters(sections, graph_arguments)
-    if argument(context, 'rate_mode'):
-        parameters['sensor_source']['rate_mode'] = argument(context, 'rate_mode')
-    if parameters['sensor_source'].get('rate_mode') == 'every_frame':
-        for node in _RELIABLE_FOR_EVERY_FRAME:
-            parameters[node]['reliable_sensor_qos'] = True
-    follow = enabled(context, 'follow')
-    uses_accumo = parameters['people_tracker']['depth_source'] == 'accumo'
-    wanted = {
-        'sensor_source': True,
-        'offload_bridge': True,
-        'people_detection': True,
-        'tracking_monitor': True,
-        'accumo_scheduler': follow and uses_accumo,
-        'people_tracker': follow,
-        'follower': follow,
-        'bag_recorder': bool(parameters['bag_recorder']['output_dir']),
-        'edge_server': enabled(context, 'start_edge_server'),
-    }
-    namespace = argument(context, 'namespace')
     params_file = write_launch_parameters(
-        {node: values for node, values in parameters.items() if wanted[node]},
-        'kapao_tracking_parameters.yaml',
-        namespace,
+        plan.parameters, 'kapao_tracking_parameters.yaml', plan.namespace
     )
-    remappings = [
-        (default, argument(context, name))
-        for name, default, _ in _TOPIC_ARGUMENTS
-        if argument(context, name) != default
-    ]
-    common = {
-        'namespace': namespace,
-        'parameters': [params_file],
-        'remappings': remappings,
-        'ros_arguments': ['--log-level', argument(context, 'log_level')],
-        'output': 'screen',
-    }
+    remappings = list(plan.remappings)
     actions: list[Action] = []
     profile = large_frames_profile(os.environ)
     if profile is not None:
         # Frames over shared memory whole (config/fastdds_large_frames.xml says why).
         actions.append(SetEnvironmentVariable(PROFILE_VARIABLE, profile))
-    for node, wanted_node in wanted.items():
-        if not wanted_node:
-            continue
-        package = _PACKAGES.get(node, 'bringup')
-        if node in LIFECYCLE_NODES:
+    for node in plan.nodes:
+        if node.lifecycle:
             actions.append(
                 respawning_lifecycle_node(
-                    context, package, node, params_file, remappings=remappings
+                    context, node.package, node.name, params_file, remappings=remappings
                 )
             )
         else:
-            actions.append(Node(package=package, executable=node, name=node, **common))
-    if enabled(context, 'rviz') and _rviz_installed():
+            actions.append(
+                Node(
+                    package=node.package,
+                    executable=node.name,
+                    name=node.name,
+                    namespace=plan.namespace,
+                    parameters=[params_file],
+                    remappings=remappings,
+                    ros_arguments=['--log-level', plan.log_level],
+                    output='screen',
+                )
+            )
+    if plan.rviz and _rviz_installed():
         share = get_package_share_directory('bringup')
         actions.append(
             Node(
                 package='rviz2',
                 executable='rviz2',
                 name='rviz2',
-                namespace=namespace,
+                namespace=plan.namespace,
                 arguments=['-d', os.path.join(share, 'rviz', 'kapao_tracking.rviz')],
                 output='log',
             )

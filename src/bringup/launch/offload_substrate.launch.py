@@ -18,18 +18,18 @@ from ament_index_python.packages import get_package_share_directory
 from launch import Action, LaunchContext, LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction, SetEnvironmentVariable
 
-from bringup.graph_parameters import (
-    GraphArguments,
-    graph_parameters,
-    load_parameter_file,
-    parse_flag,
-)
-from bringup.launch_helpers import (
+from edge_offload.launch_helpers import (
     argument,
     common_arguments,
     enabled,
     respawning_lifecycle_node,
     write_launch_parameters,
+)
+from edge_offload.parameter_files import (
+    apply_run_flags,
+    load_parameter_file,
+    node_parameters,
+    parse_flag,
 )
 
 
@@ -73,23 +73,27 @@ def generate_launch_description() -> LaunchDescription:
 
 
 def _nodes(context: LaunchContext) -> list[Action]:
-    given = GraphArguments(
-        mode=argument(context, 'mode'),
-        server_endpoint=argument(context, 'server_endpoint'),
+    parameters = {
+        'offload_bridge': node_parameters(
+            load_parameter_file(argument(context, 'bridge_params_file')), 'offload_bridge'
+        )
+    }
+    if enabled(context, 'start_edge_server'):
+        parameters['edge_server'] = node_parameters(
+            load_parameter_file(argument(context, 'server_params_file')), 'edge_server'
+        )
+    if argument(context, 'mode'):
+        parameters['offload_bridge']['mode'] = argument(context, 'mode')
+    if argument(context, 'server_endpoint'):
+        # A local edge server listens where the bridge connects.
+        parameters['offload_bridge']['server_endpoint'] = argument(context, 'server_endpoint')
+        if 'edge_server' in parameters:
+            parameters['edge_server']['endpoint'] = argument(context, 'server_endpoint')
+    apply_run_flags(
+        parameters,
         use_sim_time=parse_flag(argument(context, 'use_sim_time'), 'use_sim_time'),
         autostart=enabled(context, 'autostart'),
     )
-    parameters = graph_parameters(
-        load_parameter_file(argument(context, 'bridge_params_file')),
-        given,
-        nodes=('offload_bridge',),
-    )
-    if enabled(context, 'start_edge_server'):
-        parameters |= graph_parameters(
-            load_parameter_file(argument(context, 'server_params_file')),
-            given,
-            nodes=('edge_server',),
-        )
     params_file = write_launch_parameters(
         parameters, 'offload_substrate_parameters.yaml', argument(context, 'namespace')
     )

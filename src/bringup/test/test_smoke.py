@@ -2,16 +2,21 @@
 # SPDX-License-Identifier: Apache-2.0
 """The bringup package is built, installed and registered in the ament index."""
 
+import importlib.util
 from pathlib import Path
 
 from ament_index_python.packages import get_package_share_directory
+from catkin_pkg.package import parse_package
 
-from edge_offload_testing import installed_package_manifest
 
-
-def test_package_is_importable_and_indexed():
-    manifest = installed_package_manifest('bringup')
-    assert 'edge_offload' in {dependency.name for dependency in manifest.exec_depends}
+def test_package_is_indexed_and_holds_no_python():
+    manifest = parse_package(Path(get_package_share_directory('bringup')) / 'package.xml')
+    assert manifest.name == 'bringup'
+    # The nodes its launch files start come from these packages.
+    assert {'people_following', 'edge_offload', 'accumo_ros'} <= {
+        dependency.name for dependency in manifest.exec_depends
+    }
+    assert importlib.util.find_spec('bringup') is None
 
 
 def test_launch_config_and_rviz_files_are_installed_from_the_package():

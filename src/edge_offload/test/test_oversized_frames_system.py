@@ -132,7 +132,7 @@ def test_people_detection_refuses_a_192_mb_frame_and_gives_its_memory_back(
     server, bridge = edge
     detection = ros_processes.start(
         node_command(
-            'bringup.people_detection_node',
+            'people_following.people_detection_node',
             model=MODEL,
             # Per frame: every good frame is one goal, which the checks below count.
             tracking=False,

@@ -273,7 +273,7 @@ def run(setup: E2eSetup, workdir: Path) -> tuple[E2eRecord, LoadedSequence, str]
             raise RuntimeError('no scheduler:\n' + processes.output(scheduler))
         processes.start(
             node_command(
-                'bringup.sensor_source_node',
+                'people_following.sensor_source_node',
                 source='bag',
                 uri=str(setup.sequence),
                 bag_image_topic=IMAGE_TOPIC,

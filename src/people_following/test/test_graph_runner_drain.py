@@ -1,0 +1,36 @@
+# Copyright 2026 The edge_offload authors
+# SPDX-License-Identifier: Apache-2.0
+"""After its source ends, the runner waits for a graph that has not answered yet."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from people_following import graph_runner
+from people_following.tracking_monitor_node import Summary
+
+
+def test_a_graph_without_results_gets_until_the_deadline(monkeypatch):
+    monkeypatch.setattr(graph_runner, '_RESULTS_QUIET_S', 0.05)
+    summary = Summary(frames_captured=5)
+
+    def first_result_late() -> None:
+        time.sleep(0.3)  # six quiet periods: a starting graph, not a stopped one
+        summary.results = 5
+
+    answering = threading.Thread(target=first_result_late)
+    answering.start()
+    graph_runner._await_last_results(summary, time.monotonic() + 10.0, threading.Event())
+    results_when_it_returned = summary.results
+    answering.join()
+    assert results_when_it_returned == 5
+
+
+def test_results_that_stop_end_the_wait_before_the_deadline(monkeypatch):
+    monkeypatch.setattr(graph_runner, '_RESULTS_QUIET_S', 0.05)
+    summary = Summary(frames_captured=5, results=2)
+    deadline = time.monotonic() + 10.0
+    graph_runner._await_last_results(summary, deadline, threading.Event())
+    # Dropped frames never get a result: the wait ends on the quiet period, not the deadline.
+    assert time.monotonic() < deadline

@@ -1,0 +1,342 @@
+# Copyright 2026 The edge_offload authors
+# SPDX-License-Identifier: Apache-2.0
+"""The launch files as a user runs them: ``ros2 launch``, the ``ros2`` CLI, Ctrl-C, kill -9.
+
+Each test starts ``ros2 launch`` in a process group of its own (a terminal), with a home
+folder of its own whose CURVE keys ``edge_offload_keygen`` made, as the README says, and
+the default parameter files. They need the ROS 2 command line (see
+:mod:`edge_offload_testing.ros2_cli`); without it they skip, saying why.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
+from diagnostic_msgs.msg import DiagnosticArray
+from rclpy.node import Node
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+
+from edge_offload_testing import free_tcp_port, spin_until
+from edge_offload_testing.ros2_cli import (
+    Ros2Launch,
+    require_ros2_cli,
+    run_ros2,
+    run_ros2_for,
+)
+from offload_interfaces.msg import PersonArray
+
+LAUNCH_DIR = Path(__file__).resolve().parents[3] / 'src' / 'bringup' / 'launch'
+LAUNCH_FILES = sorted(LAUNCH_DIR.glob('*.launch.py'))
+VIDEO = 'uri:=asset:media/opencv/vtest.avi'
+RELIABLE = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
+# Every node is gone this long after Ctrl-C (ros_node_main.SHUTDOWN_BUDGET_S is 1.5 s).
+EXIT_BOUND_S = 2.0
+
+
+@pytest.fixture
+def user_home(tmp_path, monkeypatch, ros_domain_id) -> Path:
+    """Yield a home with the README's keys (``edge_offload_keygen``), in the test's domain."""
+    require_ros2_cli()
+    home = tmp_path / 'home'
+    home.mkdir()
+    monkeypatch.setenv('HOME', str(home))
+    made = run_ros2('run', 'edge_offload', 'edge_offload_keygen')
+    assert made.returncode == 0, made.stdout
+    yield home
+    run_ros2('daemon', 'stop', timeout_s=30.0)
+
+
+# Arguments each launch file must offer (every one of them also has a description).
+_COMMON = {'namespace', 'use_sim_time', 'autostart', 'log_level'}
+EXPECTED_ARGUMENTS = {
+    'kapao_tracking.launch.py': _COMMON
+    | {'params_file', 'source', 'uri', 'mode', 'model', 'server_endpoint', 'record_path'}
+    | {'depth_source', 'record_bag', 'rate_mode', 'start_edge_server', 'follow', 'rviz'}
+    | {'cmd_vel_topic', 'odometry_topic', 'depth_image_topic', 'depth_camera_info_topic'},
+    'edge_server.launch.py': _COMMON | {'params_file', 'endpoint'},
+    'offload_substrate.launch.py': _COMMON
+    | {'bridge_params_file', 'server_params_file', 'start_edge_server', 'mode'}
+    | {'server_endpoint'},
+}
+
+
+@pytest.mark.parametrize('path', LAUNCH_FILES, ids=lambda path: path.name)
+def test_show_args_lists_every_argument_with_a_description(path):
+    require_ros2_cli()
+    shown = run_ros2('launch', 'bringup', path.name, '--show-args')
+    assert shown.returncode == 0, shown.stdout
+    # "    'name':\n        description\n        (default: 'value')"
+    entries = re.findall(r"^    '(\w+)':\n((?:        .*\n?)+)", shown.stdout, re.MULTILINE)
+    listed = {name: body for name, body in entries}
+    assert set(listed) == EXPECTED_ARGUMENTS[path.name], shown.stdout
+    for name, body in listed.items():
+        description = [line.strip() for line in body.splitlines() if '(default' not in line]
+        assert any(description), f'{path.name}: argument {name} has no description'
+        assert 'no description given' not in body, f'{path.name}: {name}: {body}'
+
+
+def _until(ask, expected: str, timeout_s: float = 30.0) -> str:  # noqa: ANN001
+    """Return ``ask()``'s answer once it contains ``expected`` (or the last one at timeout)."""
+    deadline = time.monotonic() + timeout_s
+    answer = ask()
+    while expected not in answer and time.monotonic() < deadline:
+        time.sleep(1.0)
+        answer = ask()
+    return answer
+
+
+def _installed(package: str) -> bool:
+    try:
+        get_package_share_directory(package)
+    except PackageNotFoundError:
+        return False
+    return True
+
+
+def _people_watcher(context) -> tuple[Node, list[tuple[float, str]]]:  # noqa: ANN001
+    node = Node('launch_system_test', context=context)
+    results: list[tuple[float, str]] = []
+    node.create_subscription(
+        PersonArray,
+        'people',
+        # With tracking the mode reads '<front end mode>+tracking': keep the front end's.
+        lambda m: results.append((time.time(), m.offload_mode.removesuffix('+tracking'))),
+        RELIABLE,
+    )
+    return node, results
+
+
+def _exits_after_interrupt(launch: Ros2Launch) -> dict[str, tuple[float, int]]:
+    """Return each process's exit after Ctrl-C: (seconds after it, exit code)."""
+    return {
+        event.process: (round(event.time - launch.interrupted_at, 2), event.exit_code)
+        for event in launch.events()
+        if event.kind == 'exited' and event.time >= launch.interrupted_at
+    }
+
+
+def _assert_clean_interrupt(launch: Ros2Launch, expected: set[str]) -> dict:
+    """Ctrl-C the launch: it and every node exit 0, in time, and nothing is left running."""
+    code = launch.interrupt()
+    exits = _exits_after_interrupt(launch)
+    print(f'{launch.name}: exits after Ctrl-C (s, code): {exits}')  # noqa: T201 - the figures
+    tail = launch.output()[-3000:]
+    assert code == 0, f'ros2 launch exited {code}\n{tail}'
+    assert {name.rsplit('-', 1)[0] for name in exits} == expected, exits
+    assert all(exit_code == 0 for _, exit_code in exits.values()), f'{exits}\n{tail}'
+    escalated = [event for event in launch.events() if 'SIGTERM' in event.text]
+    assert not escalated, f'ros2 launch had to send SIGTERM: {escalated}'
+    assert launch.processes_left() == [], f'left running: {launch.processes_left()}'
+    return exits
+
+
+def test_readme_one_machine_command_runs_answers_the_cli_and_stops_on_ctrl_c(
+    user_home, tmp_path, ros_context, ros_executor
+):
+    # The README's command as written (RViz, where it is installed), on a free port.
+    port = free_tcp_port()
+    launch = Ros2Launch(
+        [
+            'bringup',
+            'kapao_tracking.launch.py',
+            'source:=video',
+            VIDEO,
+            'start_edge_server:=true',
+            'follow:=false',
+            # Without rviz2 the launch says so and runs the graph; with it, a test would
+            # open a window.
+            f'rviz:={str(not _installed("rviz2")).lower()}',
+            f'server_endpoint:=tcp://127.0.0.1:{port}',
+        ],
+        tmp_path,
+        'one_machine',
+    )
+    try:
+        node, results = _people_watcher(ros_context)
+        ros_executor.add_node(node)
+        offloaded = lambda: any(mode == 'nnto' for _, mode in results)  # noqa: E731
+        assert spin_until(ros_executor, offloaded, timeout_s=120.0), (
+            f'no offloaded people result; got {results[-5:]}\n{launch.output()[-3000:]}'
+        )
+        hz = run_ros2_for(8.0, 'topic', 'hz', '/people')
+        assert 'average rate:' in hz, f'ros2 topic hz /people said:\n{hz}'
+        described = _until(
+            lambda: run_ros2('param', 'describe', '/offload_bridge', 'mode').stdout,
+            'Offloading mode',
+        )
+        assert 'Offloading mode' in described, described
+        # The ros2 daemon the CLI starts discovers the graph anew: ask until it has.
+        actions = _until(lambda: run_ros2('action', 'list').stdout, '/offload')
+        assert '/offload' in actions.split(), actions
+        for lifecycle_node in ('/edge_server', '/offload_bridge'):
+            get_state = lambda n=lifecycle_node: run_ros2('lifecycle', 'get', n).stdout  # noqa: E731
+            state = _until(get_state, 'active')
+            assert state.startswith('active'), f'{lifecycle_node}: {state}'
+        output = launch.output()
+        assert 'unknown_model' not in output
+        if not _installed('rviz2'):
+            assert 'rviz2 is not installed' in output, output[-3000:]
+        exits = _assert_clean_interrupt(
+            launch,
+            {'sensor_source', 'offload_bridge', 'people_detection', 'tracking_monitor'}
+            | {'edge_server'},
+        )
+        slow = {name: exit for name, exit in exits.items() if exit[0] > EXIT_BOUND_S}
+        assert not slow, f'exited later than {EXIT_BOUND_S} s after Ctrl-C: {slow}'
+    finally:
+        launch.close()
+
+
+def _server_requests(statuses: list[tuple[float, dict[str, str]]], after: float) -> float | None:
+    """Return when the edge server first reported a served request after ``after``."""
+    for when, values in statuses:
+        if when > after and int(values.get('requests_total', 0)) > 0:
+            return when
+    return None
+
+
+def test_two_machines_offload_every_frame_and_recover_from_kill_9(
+    user_home, tmp_path, ros_context, ros_executor
+):
+    # Two launches, each in its own process group and on its own CPU: the edge machine
+    # and the robot, with their default parameter files; the edge's publishes diagnostics
+    # every 0.1 s instead of 1 s, so that when it served again is measured to 0.1 s.
+    port = free_tcp_port()
+    endpoint = f'tcp://127.0.0.1:{port}'
+    cpus = sorted(os.sched_getaffinity(0))
+    default = Path(get_package_share_directory('bringup')) / 'config' / 'edge_server.yaml'
+    edge_parameters = yaml.safe_load(default.read_text())
+    edge_parameters['edge_server']['ros__parameters']['diagnostics_period_s'] = 0.1
+    edge_params_file = tmp_path / 'edge_server.yaml'
+    edge_params_file.write_text(yaml.safe_dump(edge_parameters))
+    edge = Ros2Launch(
+        [
+            'bringup',
+            'edge_server.launch.py',
+            f'endpoint:={endpoint}',
+            f'params_file:={edge_params_file}',
+        ],
+        tmp_path,
+        'edge',
+        cpus=frozenset(cpus[:1]),
+    )
+    robot = Ros2Launch(
+        ['bringup', 'kapao_tracking.launch.py', f'server_endpoint:={endpoint}', 'source:=video']
+        + [VIDEO],
+        tmp_path,
+        'robot',
+        cpus=frozenset(cpus[1:] or cpus),
+    )
+    try:
+        node, results = _people_watcher(ros_context)
+        statuses: list[tuple[float, dict[str, str]]] = []
+        node.create_subscription(
+            DiagnosticArray,
+            '/diagnostics',
+            lambda message: statuses.extend(
+                (time.time(), {value.key: value.value for value in status.values})
+                for status in message.status
+                if status.name.endswith('edge server')
+            ),
+            RELIABLE,
+        )
+        ros_executor.add_node(node)
+
+        # 8 results after the front end's first answer ('none': tracked frames before it).
+        def answered() -> list[str]:
+            modes = [mode for _, mode in results]
+            first = next((i for i, mode in enumerate(modes) if mode != 'none'), len(modes))
+            return modes[first:]
+
+        assert spin_until(ros_executor, lambda: len(answered()) >= 8, timeout_s=180.0), (
+            f'{len(results)} results\n{robot.output()[-3000:]}'
+        )
+        modes = set(answered())
+        assert modes == {'nnto'}, f'people results ran in {modes}, not all offloaded'
+        before_kill = robot.output()
+        for refusal in ('unknown_model', 'does not serve'):
+            assert refusal not in before_kill, f'{refusal!r} in the robot log:\n{before_kill}'
+        # A fallback is allowed only for a missed deadline: robot, server and test share
+        # 2 cores here, and a late answer is run locally by design (a fresh-clone run saw
+        # one depth offload answer after its 0.404 s deadline). Any other reason is a fault.
+        lines = before_kill.splitlines()
+        fallbacks = [line for line in lines if 'running locally instead' in line]
+        assert all('did not answer within' in line for line in fallbacks), '\n'.join(fallbacks)
+
+        # kill -9 of the edge server: frames run on the robot, then offloading resumes
+        # after ros2 launch respawns the server (autostart: nobody calls ros2 lifecycle).
+        killed_pid = edge.pid_of('edge_server')
+        killed_at = time.time()
+        os.kill(killed_pid, signal.SIGKILL)
+        assert spin_until(
+            ros_executor,
+            lambda: any(t > killed_at and mode == 'local' for t, mode in results),
+            timeout_s=60.0,
+        ), f'no local result after the server died\n{robot.output()[-3000:]}'
+        respawned = lambda: edge.pid_of('edge_server') != killed_pid  # noqa: E731
+        assert spin_until(ros_executor, respawned, timeout_s=30.0), edge.launch_log()
+        respawned_at = max(e.time for e in edge.events() if e.kind == 'started')
+        assert spin_until(
+            ros_executor, lambda: _server_requests(statuses, respawned_at), timeout_s=60.0
+        ), f'the respawned server served nothing\n{edge.output()[-3000:]}'
+        served_after_s = _server_requests(statuses, respawned_at) - respawned_at
+        assert spin_until(
+            ros_executor,
+            lambda: any(t > respawned_at and mode == 'nnto' for t, mode in results),
+            timeout_s=60.0,
+        ), f'people results did not go back to nnto\n{robot.output()[-3000:]}'
+        people_after_s = min(t for t, m in results if t > respawned_at and m == 'nnto')
+        people_after_s -= respawned_at
+        print(  # noqa: T201 - the figures of the run
+            f'edge server respawned {respawned_at - killed_at:.2f} s after kill -9; '
+            f'it served again {served_after_s:.2f} s after the respawn, people results '
+            f'offloaded again {people_after_s:.2f} s after it'
+        )
+        # How soon is a figure (printed above, and the fault benchmark's table), not asserted:
+        # on 2 shared cores two CI runs gave 4.95 and 5.41 s (the bridge's reconnect, then the
+        # next front-end request). That it serves again at all, unasked, is asserted above.
+
+        # kill -9 of the bridge: ros2 launch respawns it and detection carries on (tracking
+        # goes on without it; the respawned bridge is waited for until it is configured,
+        # so that Ctrl-C below does not land while it still imports torch).
+        configured = robot.output().count('configured: mode')
+        bridge_killed_at = time.time()
+        os.kill(robot.pid_of('offload_bridge'), signal.SIGKILL)
+        assert spin_until(
+            ros_executor,
+            lambda: robot.output().count('configured: mode') > configured,
+            timeout_s=90.0,
+        ), f'the bridge was not respawned and configured\n{robot.output()[-3000:]}'
+        configured_at = time.time()
+        assert spin_until(
+            ros_executor, lambda: any(t > configured_at for t, _ in results), timeout_s=90.0
+        ), f'no people result after the bridge was killed\n{robot.output()[-3000:]}'
+        resumed_s = min(t for t, _ in results if t > bridge_killed_at + 1.0) - bridge_killed_at
+        print(  # noqa: T201
+            f'people results resumed {resumed_s:.2f} s after the bridge was killed; the '
+            f'respawned bridge was configured {configured_at - bridge_killed_at:.2f} s after it'
+        )
+
+        _assert_clean_interrupt(
+            robot,
+            {
+                'sensor_source',
+                'offload_bridge',
+                'people_detection',
+                'tracking_monitor',
+                'accumo_scheduler',
+                'people_tracker',
+                'follower',
+            },
+        )
+        _assert_clean_interrupt(edge, {'edge_server'})
+    finally:
+        robot.close()
+        edge.close()
