@@ -345,16 +345,7 @@ class PersonFollower:
                 f'after now ({now})'
             )
 
-        if not link_ok:
-            reason = FollowerState.LINK_DOWN
-        elif not detector_ok:
-            reason = FollowerState.DETECTOR_DOWN
-        elif target is None:
-            reason = FollowerState.NO_TARGET
-        elif now - target.stamp > cfg.target_timeout_s:
-            reason = FollowerState.TARGET_STALE
-        else:
-            reason = None
+        reason = self._stop_reason(now, target, link_ok=link_ok, detector_ok=detector_ok)
 
         if self._estop_latched:
             released_at = self._estop_released_at
@@ -369,6 +360,25 @@ class PersonFollower:
             angular = _ramp(self._angular, 0.0, 0.0, cfg.stop_decel_angular, dt)
             return self._emit(*self._envelope(linear, angular, now), reason)
 
+        return self._follow(now, target, dt)
+
+    def _stop_reason(
+        self, now: float, target: Target | None, *, link_ok: bool, detector_ok: bool
+    ) -> FollowerState | None:
+        """Return why the robot must not follow this cycle, or None when it may."""
+        if not link_ok:
+            return FollowerState.LINK_DOWN
+        if not detector_ok:
+            return FollowerState.DETECTOR_DOWN
+        if target is None:
+            return FollowerState.NO_TARGET
+        if now - target.stamp > self.config.target_timeout_s:
+            return FollowerState.TARGET_STALE
+        return None
+
+    def _follow(self, now: float, target: Target, dt: float) -> FollowerCommand:
+        """Return the command towards a fresh ``target``: feedback, feed-forward, limits."""
+        cfg = self.config
         distance_error = target.distance - cfg.set_distance_m
         bearing_error = math.remainder(target.bearing - cfg.set_bearing_rad, math.tau)
         taper = max(0.0, 1.0 - (bearing_error / cfg.turn_in_place_bearing_rad) ** 2)

@@ -782,70 +782,10 @@ class PeopleDetectionNode(Node):
             arrival = np.percentile(np.array(self._arrival_delays_s), 50)
             values['arrival_delay_p50_s'] = f'{arrival:.4f}'
         if self._worker is not None:
-            stats = self._worker.stats
-            values.update(
-                tracked_people=stats.tracked_now,
-                frames_tracked=stats.frames_tracked,
-                frames_dropped=stats.frames_dropped,
-                frames_not_tracked=stats.frames_failed,
-                landmark_runs=stats.landmark_runs,
-                tracks_started=stats.tracks_started,
-                tracks_lost=stats.tracks_lost,
-                front_end_requests=stats.detections_requested,
-                front_end_answers=stats.detections_answered,
-                front_end_waits_untracked=stats.untracked_waits,
-                front_end_interval_frames=stats.front_end_interval,
-                landmark_passes=stats.landmark_passes,
-            )
-            if stats.landmark_passes != self._logged_passes:
-                budget = self._worker.landmark_passes
-                why = (
-                    'tracking_landmark_passes'
-                    if budget.fixed is not None
-                    else f'one run of everybody {budget.pass_s * 1e3:.0f} ms, frames '
-                    f'{budget.interval_s * 1e3:.0f} ms apart, share {budget.max_share:g}'
-                )
-                self.get_logger().info(
-                    f'tracking: {stats.landmark_passes} landmark run(s) a person and frame ({why})'
-                )
-                self._logged_passes = stats.landmark_passes
-            if self._worker.ground_plane is not None:
-                plane = stats.ground_plane
-                values['ground_plane'] = (
-                    f'fitting ({stats.ground_plane_samples} samples)'
-                    if plane is None
-                    else f'height {plane.slope:.3f} x foot row + {plane.intercept:.1f} px'
-                )
-            frames = max(stats.frames_tracked, 1)
-            for stage in ('convert', 'catch_up', 'landmarks', 'publish'):
-                seconds = getattr(stats, f'{stage}_s')
-                values[f'tracking_{stage}_ms_per_frame'] = f'{seconds / frames * 1e3:.1f}'
-
-            if self._front_end_latencies_s:
-                front_end = np.array(self._front_end_latencies_s)
-                values['front_end_latency_p50_s'] = f'{np.percentile(front_end, 50):.4f}'
+            values.update(self._tracking_values())
         if self._last_refusal:
             values['last_refusal_reason'] = self._last_refusal
-        refused = self._counts['frames_too_large'] + self._counts['frames_refused']
-        if (
-            self._counts['errors']
-            or self._counts['fallbacks']
-            or self._counts['goals_abandoned']
-            or refused
-        ):
-            level, message = (
-                WARN,
-                (
-                    f'{self._counts["errors"]} frames failed, {self._counts["goals_abandoned"]} '
-                    f'goals unanswered, {self._counts["fallbacks"]} ran locally after a fallback, '
-                    f'{refused} refused before processing'
-                ),
-            )
-        elif self._counts['frames_dropped']:
-            level = OK
-            message = f'{self._counts["frames_dropped"]} frames dropped (inference busy)'
-        else:
-            level, message = OK, 'ok'
+        level, message = self._health()
         status = diagnostic_status(
             f'{self.get_name()}: people detection',
             level,
@@ -854,6 +794,65 @@ class PeopleDetectionNode(Node):
             hardware_id=self._config['model'],
         )
         self._diagnostics_pub.publish(diagnostic_array(self, [status]))
+
+    def _tracking_values(self) -> dict[str, object]:
+        """Return the tracking thread's diagnostic values; log a changed landmark budget."""
+        stats = self._worker.stats
+        values: dict[str, object] = {
+            'tracked_people': stats.tracked_now,
+            'frames_tracked': stats.frames_tracked,
+            'frames_dropped': stats.frames_dropped,
+            'frames_not_tracked': stats.frames_failed,
+            'landmark_runs': stats.landmark_runs,
+            'tracks_started': stats.tracks_started,
+            'tracks_lost': stats.tracks_lost,
+            'front_end_requests': stats.detections_requested,
+            'front_end_answers': stats.detections_answered,
+            'front_end_waits_untracked': stats.untracked_waits,
+            'front_end_interval_frames': stats.front_end_interval,
+            'landmark_passes': stats.landmark_passes,
+        }
+        if stats.landmark_passes != self._logged_passes:
+            budget = self._worker.landmark_passes
+            why = (
+                'tracking_landmark_passes'
+                if budget.fixed is not None
+                else f'one run of everybody {budget.pass_s * 1e3:.0f} ms, frames '
+                f'{budget.interval_s * 1e3:.0f} ms apart, share {budget.max_share:g}'
+            )
+            self.get_logger().info(
+                f'tracking: {stats.landmark_passes} landmark run(s) a person and frame ({why})'
+            )
+            self._logged_passes = stats.landmark_passes
+        if self._worker.ground_plane is not None:
+            plane = stats.ground_plane
+            values['ground_plane'] = (
+                f'fitting ({stats.ground_plane_samples} samples)'
+                if plane is None
+                else f'height {plane.slope:.3f} x foot row + {plane.intercept:.1f} px'
+            )
+        frames = max(stats.frames_tracked, 1)
+        for stage in ('convert', 'catch_up', 'landmarks', 'publish'):
+            seconds = getattr(stats, f'{stage}_s')
+            values[f'tracking_{stage}_ms_per_frame'] = f'{seconds / frames * 1e3:.1f}'
+        if self._front_end_latencies_s:
+            front_end = np.array(self._front_end_latencies_s)
+            values['front_end_latency_p50_s'] = f'{np.percentile(front_end, 50):.4f}'
+        return values
+
+    def _health(self) -> tuple[bytes, str]:
+        """Return the diagnostic level and message from the counts so far."""
+        counts = self._counts
+        refused = counts['frames_too_large'] + counts['frames_refused']
+        if counts['errors'] or counts['fallbacks'] or counts['goals_abandoned'] or refused:
+            return WARN, (
+                f'{counts["errors"]} frames failed, {counts["goals_abandoned"]} '
+                f'goals unanswered, {counts["fallbacks"]} ran locally after a fallback, '
+                f'{refused} refused before processing'
+            )
+        if counts['frames_dropped']:
+            return OK, f'{counts["frames_dropped"]} frames dropped (inference busy)'
+        return OK, 'ok'
 
 
 def _destroyed(subscription: Subscription) -> bool:

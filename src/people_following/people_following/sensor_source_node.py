@@ -269,6 +269,24 @@ class ConfigError(ValueError):
     """A parameter value the node cannot work with."""
 
 
+def _source_config(values: dict[str, Any]) -> SourceConfig:
+    """Return the source's configuration from the node's parameter values."""
+    start_time_s = values['start_time_s']
+    return SourceConfig(
+        kind=values['source'],
+        uri=values['uri'],
+        width=values['width'],
+        height=values['height'],
+        fps=values['fps'],
+        start_time_ns=round(start_time_s * 1e9) if start_time_s > 0 else None,
+        image_topic=values['bag_image_topic'],
+        camera_info_topic=values['bag_camera_info_topic'],
+        imu_topic=values['bag_imu_topic'],
+        imu_rate_hz=values['imu_rate_hz'],
+        hfov_deg=values['hfov_deg'],
+    )
+
+
 def _validate(values: dict[str, Any]) -> None:
     for name, allowed in (
         ('source', SOURCE_KINDS),
@@ -386,19 +404,7 @@ class SensorSourceNode(Node):
         start_time_s = values['start_time_s']
         # Made-up stamps become release times unless deterministic ones were asked for.
         self._release_stamps = values['source'] in RELEASE_STAMPED_SOURCES and start_time_s <= 0
-        self._config = SourceConfig(
-            kind=values['source'],
-            uri=values['uri'],
-            width=values['width'],
-            height=values['height'],
-            fps=values['fps'],
-            start_time_ns=round(start_time_s * 1e9) if start_time_s > 0 else None,
-            image_topic=values['bag_image_topic'],
-            camera_info_topic=values['bag_camera_info_topic'],
-            imu_topic=values['bag_imu_topic'],
-            imu_rate_hz=values['imu_rate_hz'],
-            hfov_deg=values['hfov_deg'],
-        )
+        self._config = _source_config(values)
         self._source = open_source(self._config)
         self._log_start(values)
 
@@ -425,7 +431,14 @@ class SensorSourceNode(Node):
         self.add_on_set_parameters_callback(self._check_parameters)
         self.add_post_set_parameters_callback(self._apply_parameters)
 
-        # Pacing and counters belong to the reader thread.
+        self._reset_reader_state()
+        # Wakes the executor when the reader thread ends, so main() returns at once.
+        self._wake = self.create_guard_condition(lambda: None)
+        self._thread = threading.Thread(target=self._run, name='sensor_source_reader', daemon=True)
+        self._thread.start()
+
+    def _reset_reader_state(self) -> None:
+        """Set the pacing, counters and calibrations the reader thread owns."""
         self._pacing_key: tuple[str, float] | None = None
         self._anchor: tuple[float, int] | None = None
         self._next_frame_at: float | None = None
@@ -439,11 +452,6 @@ class SensorSourceNode(Node):
         self._bag_calibration: CameraCalibration | None = None
         self._bag_info: CameraInfo | None = None
         self._size_warned = False
-
-        # Wakes the executor when the reader thread ends, so main() returns at once.
-        self._wake = self.create_guard_condition(lambda: None)
-        self._thread = threading.Thread(target=self._run, name='sensor_source_reader', daemon=True)
-        self._thread.start()
 
     def _log_start(self, values: dict[str, Any]) -> None:
         assert self._source is not None  # noqa: S101 - opened by the caller
