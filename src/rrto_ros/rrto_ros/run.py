@@ -146,83 +146,102 @@ def main(argv: list[str] | None = None) -> int:
     if not args.script.is_file():
         print(f'rrto-run: no such program: {args.script}', file=sys.stderr)
         return 2
-    keys_dir = args.keys_dir.expanduser()
     with contextlib.ExitStack() as stack:
-        endpoint = args.endpoint
-        if args.start_edge_server:
-            keys = ensure_loopback_keys(keys_dir)
-            server = stack.enter_context(
-                EdgeServer(
-                    ServerConfig(
-                        endpoint='tcp://127.0.0.1:0',
-                        models=['tiny_cnn'],  # the server needs one; unused here
-                        modes=[args.mode],
-                        secret_key_file=keys['server_secret'],
-                        authorized_clients_dir=keys['authorized'],
-                    )
-                )
-            )
-            endpoint = server.endpoint
-        client = stack.enter_context(
-            EdgeClient(
-                ClientConfig(
-                    endpoint=endpoint,
-                    client_name='rrto-run',
-                    secret_key_file=str(keys_dir / 'robot.key_secret'),
-                    server_public_key_file=str(keys_dir / 'server.key'),
-                    liveness_timeout_s=args.liveness_timeout,
-                    ping_interval_s=min(0.2, args.liveness_timeout / 4),
-                    request_timeout_s=DEFAULT_REQUEST_TIMEOUT_S,
-                )
-            )
-        )
-        if not client.wait_connected(10.0):
-            # Not fatal: the program runs, locally, until the server answers.
-            print(
-                f'rrto-run: edge server {endpoint} not reachable ({client.state_reason}); '
-                'running locally until it is',
-                file=sys.stderr,
-            )
-        transport = _transport(client, args.mode)
-
-        def open_session() -> RemoteSession:
-            if args.mode == 'rrto':
-                session: RemoteSession = RrtoSession(transport, min_repeats=args.min_repeats)
-            else:
-                session = RemoteSession(transport)
-            session.reset_remote()
-            return session
-
+        client = _connect(args, stack)
         reporter = _Reporter(args.per_inference, args.stats_file)
         stack.callback(reporter.close)
-        offloader = ModuleOffloader(
-            open_session,
-            mode=args.mode,
-            is_connected=lambda: client.state is ConnectionState.CONNECTED,
-            on_inference=reporter,
-            fallback=not args.no_fallback,
-            retry_refused_s=args.retry_refused_s,
-        )
-        client.add_state_listener(
-            lambda state, reason: (
-                offloader.connection_lost() if state is not ConnectionState.CONNECTED else None
+        offloader = _offloader(args, client, reporter)
+        return _run_program(args, offloader)
+
+
+def _connect(args: argparse.Namespace, stack: contextlib.ExitStack) -> EdgeClient:
+    """Return a client of the edge server (started here with ``--start-edge-server``)."""
+    keys_dir = args.keys_dir.expanduser()
+    endpoint = args.endpoint
+    if args.start_edge_server:
+        keys = ensure_loopback_keys(keys_dir)
+        server = stack.enter_context(
+            EdgeServer(
+                ServerConfig(
+                    endpoint='tcp://127.0.0.1:0',
+                    models=['tiny_cnn'],  # the server needs one; unused here
+                    modes=[args.mode],
+                    secret_key_file=keys['server_secret'],
+                    authorized_clients_dir=keys['authorized'],
+                )
             )
         )
-        saved_argv = sys.argv
-        sys.argv = [str(args.script), *args.args]
-        status = 0
-        try:
-            with offloader:
-                runpy.run_path(str(args.script), run_name='__main__')
-        except SystemExit as exit_:
-            code = exit_.code
-            status = code if isinstance(code, int) else (0 if code is None else 1)
-        finally:
-            sys.argv = saved_argv
-            if not args.quiet:
-                for line in offloader.summary.lines():
-                    print(f'rrto-run: {line}', file=sys.stderr)
-        return status
+        endpoint = server.endpoint
+    client = stack.enter_context(
+        EdgeClient(
+            ClientConfig(
+                endpoint=endpoint,
+                client_name='rrto-run',
+                secret_key_file=str(keys_dir / 'robot.key_secret'),
+                server_public_key_file=str(keys_dir / 'server.key'),
+                liveness_timeout_s=args.liveness_timeout,
+                ping_interval_s=min(0.2, args.liveness_timeout / 4),
+                request_timeout_s=DEFAULT_REQUEST_TIMEOUT_S,
+            )
+        )
+    )
+    if not client.wait_connected(10.0):
+        # Not fatal: the program runs, locally, until the server answers.
+        print(
+            f'rrto-run: edge server {endpoint} not reachable ({client.state_reason}); '
+            'running locally until it is',
+            file=sys.stderr,
+        )
+    return client
+
+
+def _offloader(
+    args: argparse.Namespace, client: EdgeClient, reporter: _Reporter
+) -> ModuleOffloader:
+    """Return the offloader that patches the program's modules, with its session factory."""
+    transport = _transport(client, args.mode)
+
+    def open_session() -> RemoteSession:
+        if args.mode == 'rrto':
+            session: RemoteSession = RrtoSession(transport, min_repeats=args.min_repeats)
+        else:
+            session = RemoteSession(transport)
+        session.reset_remote()
+        return session
+
+    offloader = ModuleOffloader(
+        open_session,
+        mode=args.mode,
+        is_connected=lambda: client.state is ConnectionState.CONNECTED,
+        on_inference=reporter,
+        fallback=not args.no_fallback,
+        retry_refused_s=args.retry_refused_s,
+    )
+    client.add_state_listener(
+        lambda state, reason: (
+            offloader.connection_lost() if state is not ConnectionState.CONNECTED else None
+        )
+    )
+    return offloader
+
+
+def _run_program(args: argparse.Namespace, offloader: ModuleOffloader) -> int:
+    """Run the user's program as ``__main__`` under ``offloader``; return its exit status."""
+    saved_argv = sys.argv
+    sys.argv = [str(args.script), *args.args]
+    status = 0
+    try:
+        with offloader:
+            runpy.run_path(str(args.script), run_name='__main__')
+    except SystemExit as exit_:
+        code = exit_.code
+        status = code if isinstance(code, int) else (0 if code is None else 1)
+    finally:
+        sys.argv = saved_argv
+        if not args.quiet:
+            for line in offloader.summary.lines():
+                print(f'rrto-run: {line}', file=sys.stderr)
+    return status
 
 
 if __name__ == '__main__':
