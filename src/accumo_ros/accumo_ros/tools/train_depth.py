@@ -407,41 +407,45 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Train, evaluate and save one depth net; exit code 2 on bad arguments."""
-    argv = list(sys.argv[1:] if argv is None else argv)
-    args = _parser().parse_args(argv)
+@dataclass
+class _TrainingData:
+    """The frames a run trains and scores on, and what the report says about them."""
+
+    index_document: dict
+    split: dict[str, list[SequenceEntry]]
+    extra_sets: list[tuple]
+    train: FrameSet
+    heldout: FrameSet
+    loading_s: float
+
+
+def _argument_error(args: argparse.Namespace) -> str | None:
+    """Return what is wrong with the arguments, or None."""
     numbers = (args.every, args.extra_every, args.eval_every, args.threads, args.batch_size or 1)
     if (
         args.minutes <= 0
         or min(numbers) < 1
         or (args.max_steps is not None and args.max_steps < 1)
     ):
-        print(
-            'train_depth: --minutes, --every, --extra-every, --eval-every, --threads, '
-            '--batch-size and --max-steps must be positive',
-            file=sys.stderr,
+        return (
+            '--minutes, --every, --extra-every, --eval-every, --threads, '
+            '--batch-size and --max-steps must be positive'
         )
-        return 2
     if not (args.dataset / INDEX_FILE).is_file():
-        print(f'train_depth: {args.dataset / INDEX_FILE} does not exist', file=sys.stderr)
-        return 2
-    command = shlex.join(['accumo_train_depth', *argv])
-    batch_size = args.batch_size or DEFAULTS[args.kind]['batch_size']
-    lr = args.lr or DEFAULTS[args.kind]['lr']
-    progress = not args.no_progress
-    torch.set_num_threads(args.threads)
-    torch.manual_seed(args.seed)
+        return f'{args.dataset / INDEX_FILE} does not exist'
+    return None
 
+
+def _load_training_data(args: argparse.Namespace) -> _TrainingData:
+    """Load the train and held-out frames; ValueError says what is missing."""
+    progress = not args.no_progress
     entries = load_index(args.dataset)
     index_document = yaml.safe_load((args.dataset / INDEX_FILE).read_text())
-    dataset_seed = int(index_document.get('settings', {}).get('seed', 0))
     split = {
         name: [entry for entry in entries if entry.split == name] for name in ('train', 'heldout')
     }
     if not split['train'] or not split['heldout']:
-        print('train_depth: the data set needs train and held-out sequences', file=sys.stderr)
-        return 2
+        raise ValueError('the data set needs train and held-out sequences')
     settings = index_document.get('settings', {})
     size = (settings.get('width'), settings.get('height'))
     heldout_seeds = {entry.seed for entry in split['heldout']}
@@ -450,8 +454,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             extra_sets.append((folder, *extra_training_sequences(folder, heldout_seeds, size)))
         except (OSError, ValueError) as error:
-            print(f'train_depth: --extra-train: {error}', file=sys.stderr)
-            return 2
+            raise ValueError(f'--extra-train: {error}') from None
     loading = time.monotonic()
     train = load_frames(
         [args.dataset / e.name for e in split['train']],
@@ -472,21 +475,43 @@ def main(argv: list[str] | None = None) -> int:
         max_frames=args.max_frames,
         progress=progress,
     )
-    loading = time.monotonic() - loading
+    return _TrainingData(
+        index_document, split, extra_sets, train, heldout, time.monotonic() - loading
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Train, evaluate and save one depth net; exit code 2 on bad arguments."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = _parser().parse_args(argv)
+    error = _argument_error(args)
+    if error is not None:
+        print(f'train_depth: {error}', file=sys.stderr)
+        return 2
+    command = shlex.join(['accumo_train_depth', *argv])
+    batch_size = args.batch_size or DEFAULTS[args.kind]['batch_size']
+    lr = args.lr or DEFAULTS[args.kind]['lr']
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    try:
+        data = _load_training_data(args)
+    except ValueError as error:
+        print(f'train_depth: {error}', file=sys.stderr)
+        return 2
+    train, heldout = data.train, data.heldout
     height, width = train.rgb.shape[1:3]
     print(
         f'{len(train)} train frames from {len(train.sequences)} sequences and {len(heldout)} '
         f'held-out frames (every {args.eval_every}) at {width}x{height}, loaded in '
-        f'{loading:.0f} s'
+        f'{data.loading_s:.0f} s'
     )
 
     net = build_depth_net(args.kind)
-    parameters = count_parameters(net)
     macs = conv_macs(net)
     print(
         f'{args.kind}: {net.architecture}, input {net.input_size[0]}x{net.input_size[1]}, '
-        f'{parameters / 1e6:.2f} M parameters, {macs / 1e9:.3f} GMAC; batch {batch_size}, '
-        f'lr {lr:g}, {args.minutes:g} min'
+        f'{count_parameters(net) / 1e6:.2f} M parameters, {macs / 1e9:.3f} GMAC; batch '
+        f'{batch_size}, lr {lr:g}, {args.minutes:g} min'
     )
     result = train_net(
         net,
@@ -497,15 +522,40 @@ def main(argv: list[str] | None = None) -> int:
         seed=args.seed,
         weight_decay=args.weight_decay,
         max_steps=args.max_steps,
-        progress=progress,
+        progress=not args.no_progress,
     )
     print(
         f'trained {result.steps} steps ({result.epochs:.2f} epochs) in {result.seconds:.0f} s; '
         f'loss {result.first_losses:.4f} (first 20 steps) -> {result.last_losses:.4f} (last 20)'
     )
-
     # The file stores float16 weights: score exactly those.
     round_to_float16(net)
+    scores = _score(net, args, data)
+    metadata = _metadata(net, args, data, scores, command, batch_size, lr, result)
+    save_depth_weights(net, args.output, metadata)
+    report = {
+        **metadata,
+        'conv_macs': macs,
+        'predict_ms': round(scores['predict_ms'], 2),
+        'predict_threads': args.threads,
+        'seconds': {
+            'loading': round(data.loading_s, 1),
+            'training': round(result.seconds, 1),
+            'evaluation': round(scores['seconds'], 1),
+        },
+        'heldout_errors': {name: _rounded(value) for name, value in scores['errors'].items()},
+        'baselines': {name: _rounded(value) for name, value in scores['trivial'].items()},
+        'losses_every_50_steps': [round(v, 5) for v in result.losses[::50]],
+    }
+    report_path = args.output.with_suffix('.yaml')
+    report_path.write_text(yaml.safe_dump(report, sort_keys=False, allow_unicode=True))
+    print(f'weights -> {args.output}, report -> {report_path}')
+    return 0
+
+
+def _score(net: torch.nn.Module, args: argparse.Namespace, data: _TrainingData) -> dict:
+    """Score ``net`` and the trivial baselines on the held-out frames; print the table."""
+    train, heldout = data.train, data.heldout
     evaluating = time.monotonic()
     errors = evaluate(predict_frames(net, heldout), heldout)
     trivial = baselines(train, heldout, args.seed)
@@ -518,28 +568,49 @@ def main(argv: list[str] | None = None) -> int:
     for name in heldout.sequences:
         if name in errors:
             print(_errors_row(f'  {name}', errors[name]))
+    height, width = train.rgb.shape[1:3]
     milliseconds = cpu_milliseconds(net, (width, height))
     print(
         f'\npredict on one {width}x{height} frame: {milliseconds:.1f} ms ({args.threads} threads)'
     )
+    return {
+        'errors': errors,
+        'trivial': trivial,
+        'seconds': evaluating,
+        'predict_ms': milliseconds,
+    }
 
+
+def _metadata(
+    net: torch.nn.Module,
+    args: argparse.Namespace,
+    data: _TrainingData,
+    scores: dict,
+    command: str,
+    batch_size: int,
+    lr: float,
+    result: TrainResult,
+) -> dict:
+    """Return the weights file's metadata: the command, data set, training and scores."""
+    errors, trivial = scores['errors'], scores['trivial']
+    index_document, split = data.index_document, data.split
     heldout_figures = {
         'abs_rel': round(errors['all'].abs_rel, 5),
         'delta1': round(errors['all'].delta1, 5),
         'rmse': round(errors['all'].rmse, 5),
-        'frames': len(heldout),
+        'frames': len(data.heldout),
         'every': args.eval_every,
         'median_baseline_abs_rel': round(trivial['median'].abs_rel, 5),
         'pixel_median_baseline_abs_rel': round(trivial['pixel_median'].abs_rel, 5),
-        'median_depth_m': round(training_median(train, args.seed), 4),
+        'median_depth_m': round(training_median(data.train, args.seed), 4),
     }
-    metadata = weights_metadata(
+    return weights_metadata(
         net,
         args.kind,
         training_command=command,
         heldout=heldout_figures,
         dataset={
-            'seed': dataset_seed,
+            'seed': int(index_document.get('settings', {}).get('seed', 0)),
             # What regenerates the held-out frames exactly (with a sequence's seed and
             # category): the moving boxes' timing depends on the duration, for one.
             'generator': {
@@ -554,14 +625,14 @@ def main(argv: list[str] | None = None) -> int:
                 {'name': e.name, 'seed': e.seed, 'category': e.category} for e in split['heldout']
             ],
             'extra_train': [
-                {**description, 'every': args.extra_every} for _, _, description in extra_sets
+                {**description, 'every': args.extra_every} for _, _, description in data.extra_sets
             ],
         },
         training={
             'seed': args.seed,
             'minutes': args.minutes,
             'every': args.every,
-            'frames': len(train),
+            'frames': len(data.train),
             'batch_size': batch_size,
             'lr': lr,
             'weight_decay': args.weight_decay,
@@ -571,25 +642,6 @@ def main(argv: list[str] | None = None) -> int:
             'final_loss': round(result.last_losses, 5),
         },
     )
-    save_depth_weights(net, args.output, metadata)
-    report = {
-        **metadata,
-        'conv_macs': macs,
-        'predict_ms': round(milliseconds, 2),
-        'predict_threads': args.threads,
-        'seconds': {
-            'loading': round(loading, 1),
-            'training': round(result.seconds, 1),
-            'evaluation': round(evaluating, 1),
-        },
-        'heldout_errors': {name: _rounded(value) for name, value in errors.items()},
-        'baselines': {name: _rounded(value) for name, value in trivial.items()},
-        'losses_every_50_steps': [round(v, 5) for v in result.losses[::50]],
-    }
-    report_path = args.output.with_suffix('.yaml')
-    report_path.write_text(yaml.safe_dump(report, sort_keys=False, allow_unicode=True))
-    print(f'weights -> {args.output}, report -> {report_path}')
-    return 0
 
 
 if __name__ == '__main__':
