@@ -50,7 +50,7 @@ import numpy as np
 from scipy.stats import pearsonr, spearmanr
 
 from accumo_ros.metrics import SegmentErrors, kitti_errors, segment_errors
-from accumo_ros.simulation.dataset import load_index, split_paths
+from accumo_ros.simulation.dataset import SequenceEntry, load_index, split_paths
 from accumo_ros.simulation.imu import ImuNoise
 from accumo_ros.simulation.sequence_bag import LoadedSequence, read_sequence_bag
 from accumo_ros.tasks.imu_filter import DelayedPoseFusion, ErrorStateKalmanFilter
@@ -437,25 +437,30 @@ def _collect_drops(
     return np.concatenate(speeds), np.concatenate(drops), names
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Print the accuracy table (and fit the model); exit code 2 on bad arguments."""
-    argv = list(sys.argv[1:] if argv is None else argv)
-    args = _parser().parse_args(argv)
+def _argument_error(args: argparse.Namespace) -> str | None:
+    """Return what is wrong with the arguments, or None."""
     if args.stride < 1 or not 0 <= args.latency < args.stride:
-        print('odometry_eval: need 0 <= --latency < --stride', file=sys.stderr)
-        return 2
+        return 'need 0 <= --latency < --stride'
     if args.fit and args.model is None:
-        print('odometry_eval: --fit needs --model', file=sys.stderr)
-        return 2
+        return '--fit needs --model'
     if args.fit and not (
         1 <= args.base_stride < args.raised_stride <= args.window_frames
         and args.latency <= args.base_stride
     ):
-        print(
-            'odometry_eval: need 1 <= --base-stride < --raised-stride <= --window-frames '
-            'and --latency <= --base-stride',
-            file=sys.stderr,
+        return (
+            'need 1 <= --base-stride < --raised-stride <= --window-frames '
+            'and --latency <= --base-stride'
         )
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print the accuracy table (and fit the model); exit code 2 on bad arguments."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = _parser().parse_args(argv)
+    error = _argument_error(args)
+    if error is not None:
+        print(f'odometry_eval: {error}', file=sys.stderr)
         return 2
     try:
         entries = {entry.name: entry for entry in load_index(args.dataset)}
@@ -478,6 +483,37 @@ def main(argv: list[str] | None = None) -> int:
         f'(60 FPS), poses fused {args.latency} frames late, VO depth: {args.depth}; '
         f'keyframes: {keyframes}; IMU noise from each bag (BMI263 datasheet)'
     )
+    rows, means = _accuracy_table(heldout, depth_of, args, keyframes)
+    report: dict[str, object] = {
+        'command': command,
+        'accuracy': [row.__dict__ for row in rows],
+        'mean': means,
+    }
+
+    if args.fit:
+        report.update(
+            _fit_model(
+                args,
+                depth_of,
+                keyframes,
+                command,
+                {'train': train, 'heldout': heldout},
+                {'train': fit_entries, 'heldout': entries},
+            )
+        )
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(json.dumps(report, indent=2))
+    print(f'report -> {args.output}')
+    return 0
+
+
+def _accuracy_table(
+    heldout: list[Path],
+    depth_of: Callable,
+    args: argparse.Namespace,
+    keyframes: KeyframePolicy,
+) -> tuple[list, dict[str, float]]:
+    """Print each held-out sequence's odometry errors and the means; return both."""
     header = f'{"sequence":<13}{"category":<10}{"VO t_err%":>10}{"KF t_err%":>10}'
     header += f'{"KF+VO t_err%":>13}{"VO r°/m":>8}{"KF r°/m":>8}{"KF+VO r":>8}{"VO fail":>8}'
     print(header)
@@ -501,88 +537,95 @@ def main(argv: list[str] | None = None) -> int:
         f'{"mean":<23}{100 * means["vo_t_err"]:>10.2f}{100 * means["kalman_t_err"]:>10.1f}'
         f'{100 * means["fused_t_err"]:>13.2f}'
     )
-    report: dict[str, object] = {
-        'command': command,
-        'accuracy': [row.__dict__ for row in rows],
-        'mean': means,
-    }
+    return rows, means
 
-    if args.fit:
-        print(
-            f'\nAccuracy model: t_err drop of stride {args.raised_stride} instead of '
-            f'{args.base_stride} over a {args.window_frames}-frame window, poses '
-            f'{args.latency} frames late'
+
+def _fit_model(
+    args: argparse.Namespace,
+    depth_of: Callable,
+    keyframes: KeyframePolicy,
+    command: str,
+    paths: dict[str, list[Path]],
+    entries: dict[str, dict[str, SequenceEntry]],
+) -> dict[str, object]:
+    """Fit the odometry accuracy model on the train split, check it on the held-out one.
+
+    Saves the model to ``args.model`` and returns the report's ``model`` and ``windows``.
+    """
+    train, heldout = paths['train'], paths['heldout']
+    report: dict[str, object] = {}
+    print(
+        f'\nAccuracy model: t_err drop of stride {args.raised_stride} instead of '
+        f'{args.base_stride} over a {args.window_frames}-frame window, poses '
+        f'{args.latency} frames late'
+    )
+    print(f'train split of {args.fit_dataset or args.dataset}:')
+    speeds, drops, names = _collect_drops(train, depth_of, args.latency, keyframes, args)
+    intercept, slope = quantile_regression(speeds, drops, args.quantile)
+    model = OdometryAccuracyModel(
+        intercept,
+        slope,
+        quantile=args.quantile,
+        window_frames=args.window_frames,
+        base_stride=args.base_stride,
+        raised_stride=args.raised_stride,
+        latency_frames=args.latency,
+    )
+    print('held-out split:')
+    test_speeds, test_drops, test_names = _collect_drops(
+        heldout, depth_of, args.latency, keyframes, args
+    )
+    bound = model.drop_bound(test_speeds)
+    check = {
+        'windows': int(test_drops.size),
+        'pearson_bound_vs_drop': _correlation(pearsonr, bound, test_drops),
+        'spearman_speed_vs_drop': _correlation(spearmanr, test_speeds, test_drops),
+        'share_under_bound': float(np.mean(test_drops <= bound)),
+        'mean_drop': float(np.mean(test_drops)),
+        'share_positive_drop': float(np.mean(test_drops > 0.0)),
+    }
+    fit = {
+        'windows': int(drops.size),
+        'mean_drop': float(np.mean(drops)),
+        'share_under_bound': float(np.mean(drops <= model.drop_bound(speeds))),
+    }
+    print(
+        f'fit on {fit["windows"]} train windows: drop <= {intercept:+.5f} {slope:+.5f} * '
+        f'omega (rad/s) at q={args.quantile}; under the bound: '
+        f'{100 * fit["share_under_bound"]:.1f} %'
+    )
+    print(
+        f'held-out, {check["windows"]} windows: Pearson(bound, drop) '
+        f'{check["pearson_bound_vs_drop"]:.3f}, Spearman(omega, drop) '
+        f'{check["spearman_speed_vs_drop"]:.3f}, under the bound '
+        f'{100 * check["share_under_bound"]:.1f} %, mean drop '
+        f'{100 * check["mean_drop"]:+.3f} pp, positive in '
+        f'{100 * check["share_positive_drop"]:.0f} %'
+    )
+    model.save(
+        args.model,
+        command=command,
+        dataset_seeds={
+            'train': [entries['train'][p.name].seed for p in train],
+            'heldout': [entries['heldout'][p.name].seed for p in heldout],
+        },
+        vo_depth=args.depth,
+        keyframes={'max_frames': keyframes.max_frames, 'min_inliers': keyframes.min_inliers},
+        train=fit,
+        heldout=check,
+    )
+    report['model'] = {'intercept': intercept, 'slope': slope, 'train': fit, 'heldout': check}
+    # The windows themselves, so that other quantiles or model forms can be fitted
+    # without measuring the drops again (about 20 minutes).
+    report['windows'] = {
+        split: {'sequence': n, 'angular_speed': w.tolist(), 'drop': d.tolist()}
+        for split, n, w, d in (
+            ('train', names, speeds, drops),
+            ('heldout', test_names, test_speeds, test_drops),
         )
-        print(f'train split of {fit_dataset}:')
-        speeds, drops, names = _collect_drops(train, depth_of, args.latency, keyframes, args)
-        intercept, slope = quantile_regression(speeds, drops, args.quantile)
-        model = OdometryAccuracyModel(
-            intercept,
-            slope,
-            quantile=args.quantile,
-            window_frames=args.window_frames,
-            base_stride=args.base_stride,
-            raised_stride=args.raised_stride,
-            latency_frames=args.latency,
-        )
-        print('held-out split:')
-        test_speeds, test_drops, test_names = _collect_drops(
-            heldout, depth_of, args.latency, keyframes, args
-        )
-        bound = model.drop_bound(test_speeds)
-        check = {
-            'windows': int(test_drops.size),
-            'pearson_bound_vs_drop': _correlation(pearsonr, bound, test_drops),
-            'spearman_speed_vs_drop': _correlation(spearmanr, test_speeds, test_drops),
-            'share_under_bound': float(np.mean(test_drops <= bound)),
-            'mean_drop': float(np.mean(test_drops)),
-            'share_positive_drop': float(np.mean(test_drops > 0.0)),
-        }
-        fit = {
-            'windows': int(drops.size),
-            'mean_drop': float(np.mean(drops)),
-            'share_under_bound': float(np.mean(drops <= model.drop_bound(speeds))),
-        }
-        print(
-            f'fit on {fit["windows"]} train windows: drop <= {intercept:+.5f} {slope:+.5f} * '
-            f'omega (rad/s) at q={args.quantile}; under the bound: '
-            f'{100 * fit["share_under_bound"]:.1f} %'
-        )
-        print(
-            f'held-out, {check["windows"]} windows: Pearson(bound, drop) '
-            f'{check["pearson_bound_vs_drop"]:.3f}, Spearman(omega, drop) '
-            f'{check["spearman_speed_vs_drop"]:.3f}, under the bound '
-            f'{100 * check["share_under_bound"]:.1f} %, mean drop '
-            f'{100 * check["mean_drop"]:+.3f} pp, positive in '
-            f'{100 * check["share_positive_drop"]:.0f} %'
-        )
-        model.save(
-            args.model,
-            command=command,
-            dataset_seeds={
-                'train': [fit_entries[p.name].seed for p in train],
-                'heldout': [entries[p.name].seed for p in heldout],
-            },
-            vo_depth=args.depth,
-            keyframes={'max_frames': keyframes.max_frames, 'min_inliers': keyframes.min_inliers},
-            train=fit,
-            heldout=check,
-        )
-        report['model'] = {'intercept': intercept, 'slope': slope, 'train': fit, 'heldout': check}
-        # The windows themselves, so that other quantiles or model forms can be fitted
-        # without measuring the drops again (about 20 minutes).
-        report['windows'] = {
-            split: {'sequence': n, 'angular_speed': w.tolist(), 'drop': d.tolist()}
-            for split, n, w, d in (
-                ('train', names, speeds, drops),
-                ('heldout', test_names, test_speeds, test_drops),
-            )
-        }
-        print(f'model -> {args.model}')
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(report, indent=2))
-    print(f'report -> {args.output}')
-    return 0
+    }
+    print(f'model -> {args.model}')
+    return report
 
 
 if __name__ == '__main__':
