@@ -214,6 +214,47 @@ def _tensor_bytes(tensor: torch.Tensor) -> bytes:
     return flat.view(torch.uint8).numpy().tobytes() if flat.numel() else b''
 
 
+# A mutation of a draft (True when it applied), and one of the packed frames (None: none).
+_DraftMutation = Callable[[_Draft, str], bool]
+_FrameMutation = Callable[[list[bytes]], list[bytes] | None]
+
+
+def _seed_messages(
+    image: torch.Tensor, instance: str, max_message_bytes: int
+) -> dict[str, protocol.Message]:
+    """Return the valid message of every type that the cases start from, by seed name."""
+    return {
+        'hello': protocol.Message(
+            protocol.HELLO, 0, {'client_name': 'fuzzer', 'pid': 4242, 'instance': instance}
+        ),
+        'ping': protocol.Message(protocol.PING, 1),
+        'call': protocol.Message(
+            protocol.CALL, 2, copy.deepcopy(GOOD_CALL_FIELDS), {'image': image}
+        ),
+        'bye': protocol.Message(protocol.BYE, 3),
+        'welcome': protocol.Message(
+            protocol.WELCOME,
+            0,
+            {
+                'server_id': 'edge_server',
+                'session_id': 'fuzzer#1',
+                'models': ['tiny_cnn'],
+                'modes': ['nnto'],
+                'max_inflight': 4,
+                'max_message_bytes': max_message_bytes,
+            },
+        ),
+        'pong': protocol.Message(protocol.PONG, 1),
+        'reply': protocol.Message(
+            protocol.REPLY,
+            2,
+            {'args': {}, 'compute_s': 0.001, 'server_s': 0.002},
+            {'features': torch.zeros(1, 16)},
+        ),
+        'error': protocol.error_message(2, protocol.E_INVALID_INPUT, 'not this time'),
+    }
+
+
 class ProtocolFuzzer:
     """Deterministic, structure-aware mutations of valid protocol messages.
 
@@ -236,41 +277,27 @@ class ProtocolFuzzer:
         generator = torch.Generator().manual_seed(self.random.getrandbits(32))
         self.image = torch.rand(IMAGE_SHAPE, generator=generator)
         instance = f'{self.random.getrandbits(64):016x}'
-        self.seeds: dict[str, protocol.Message] = {
-            'hello': protocol.Message(
-                protocol.HELLO, 0, {'client_name': 'fuzzer', 'pid': 4242, 'instance': instance}
-            ),
-            'ping': protocol.Message(protocol.PING, 1),
-            'call': protocol.Message(
-                protocol.CALL, 2, copy.deepcopy(GOOD_CALL_FIELDS), {'image': self.image}
-            ),
-            'bye': protocol.Message(protocol.BYE, 3),
-            'welcome': protocol.Message(
-                protocol.WELCOME,
-                0,
-                {
-                    'server_id': 'edge_server',
-                    'session_id': 'fuzzer#1',
-                    'models': ['tiny_cnn'],
-                    'modes': ['nnto'],
-                    'max_inflight': 4,
-                    'max_message_bytes': max_message_bytes,
-                },
-            ),
-            'pong': protocol.Message(protocol.PONG, 1),
-            'reply': protocol.Message(
-                protocol.REPLY,
-                2,
-                {'args': {}, 'compute_s': 0.001, 'server_s': 0.002},
-                {'features': torch.zeros(1, 16)},
-            ),
-            'error': protocol.error_message(2, protocol.E_INVALID_INPUT, 'not this time'),
-        }
+        self.seeds: dict[str, protocol.Message] = _seed_messages(
+            self.image, instance, max_message_bytes
+        )
         self._seed_frames = {
             name: [bytes(frame) for frame in protocol.encode(message)]
             for name, message in self.seeds.items()
         }
-        draft_mutations: list[tuple[str, float, Callable[[_Draft, str], bool]]] = [
+        draft_mutations = self._draft_mutation_table()
+        frame_mutations = self._frame_mutation_table(frame_oversize)
+        self._draft_mutations = {name: function for name, _, function in draft_mutations}
+        self._frame_mutations = {name: function for name, _, function in frame_mutations}
+        self._mutation_names = [name for name, _, _ in draft_mutations + frame_mutations]
+        self._mutation_weights = [weight for _, weight, _ in draft_mutations + frame_mutations]
+
+    def _draft_mutation_table(self) -> list[tuple[str, float, _DraftMutation]]:
+        """Return the mutations of a message's structure: (name, weight, mutation).
+
+        The order is part of the cases: ``next_case`` draws names by index, so a reordered
+        table gives other cases for the same seed.
+        """
+        return [
             ('field_type', 10, self._field_type),
             ('drop_key', 4, self._drop_key),
             ('add_key', 4, self._add_key),
@@ -291,7 +318,15 @@ class ProtocolFuzzer:
             ('buffer_flip', 2, self._buffer_flip),
             ('bool_bytes', 2, self._bool_bytes),
         ]
-        frame_mutations: list[tuple[str, float, Callable[[list[bytes]], list[bytes] | None]]] = [
+
+    def _frame_mutation_table(
+        self, frame_oversize: bool
+    ) -> list[tuple[str, float, _FrameMutation]]:
+        """Return the mutations of the packed frames: (name, weight, mutation).
+
+        Ordered after the draft mutations in the draw, as the draft table is (see there).
+        """
+        frame_mutations: list[tuple[str, float, _FrameMutation]] = [
             ('header_bitflip', 6, self._header_bitflip),
             ('header_truncate', 4, self._header_truncate),
             ('header_extend', 2, self._header_extend),
@@ -307,10 +342,7 @@ class ProtocolFuzzer:
         ]
         if frame_oversize:
             frame_mutations.append(('frame_oversize', 0.1, self._frame_oversize))
-        self._draft_mutations = {name: function for name, _, function in draft_mutations}
-        self._frame_mutations = {name: function for name, _, function in frame_mutations}
-        self._mutation_names = [name for name, _, _ in draft_mutations + frame_mutations]
-        self._mutation_weights = [weight for _, weight, _ in draft_mutations + frame_mutations]
+        return frame_mutations
 
     @property
     def kinds(self) -> list[str]:

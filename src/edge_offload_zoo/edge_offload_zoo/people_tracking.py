@@ -389,8 +389,26 @@ class PeopleTracker:
         Seeds are not compared with each other: the front end has kept one per body
         already, and people walking side by side overlap.
         """
+        wanted = self._seeds_to_follow(seeds, seen)
+        if not wanted:
+            return 0
+        shares = self._catch_up_shares(since, len(wanted))
+        caught_up = self._landmarks.map(
+            lambda landmarker, job: self._catch_up(landmarker, *job),
+            [(seed, share) for (seed, _), share in zip(wanted, shares, strict=True)],
+        )
+        return self._start_tracks(wanted, caught_up)
+
+    def _seeds_to_follow(
+        self, seeds: Sequence[Seed], seen: dict[int, tuple[np.ndarray, np.ndarray]] | None
+    ) -> list[tuple[Seed, Track | None]]:
+        """Return the seeds to follow, best first, each with the track it re-finds or None.
+
+        A seed on the body of a track in ``seen`` is left out while that track still sees
+        its person (tracked then and now).
+        """
         by_id = {t.track_id: t for t in self._tracks}
-        wanted: list[tuple[Seed, Track | None]] = []  # seeds to follow, track to re-find
+        wanted: list[tuple[Seed, Track | None]] = []
         for seed in sorted(seeds, key=lambda s: -s.confidence):
             if seen is None:
                 wanted.append((seed, None))
@@ -407,46 +425,58 @@ class PeopleTracker:
             if track is not None and track.misses == 0:
                 continue  # tracked then and now
             wanted.append((seed, track))
-        if not wanted:
-            return 0
-        # A frame in every catch_up_stride at least (people move a few px a frame, the ROI
-        # is 1.25x the body), as many as the shared budget allows.
-        per_seed = max(1, self.catch_up // len(wanted))
+        return wanted
+
+    def _catch_up_shares(self, since: Sequence[np.ndarray], seeds: int) -> list[list[np.ndarray]]:
+        """Return the frames each of ``seeds`` seeds (best first) is followed through.
+
+        A frame in every ``catch_up_stride`` at least (people move a few px a frame, the
+        ROI is 1.25x the body), as many as the shared budget allows; the ``catch_up`` runs
+        go to the best seeds first, each the latest frames of the common pick.
+        """
+        per_seed = max(1, self.catch_up // seeds)
         count = min(len(since), max(per_seed, -(-len(since) // self.catch_up_stride)))
         frames = evenly_spaced(since, count)
-        shares = [
+        return [
             frames[-(self.catch_up - index * len(frames)) :]
             if self.catch_up - index * len(frames) > 0
             else []
-            for index in range(len(wanted))
+            for index in range(seeds)
         ]
-        caught_up = self._landmarks.map(
-            lambda landmarker, job: self._catch_up(landmarker, *job),
-            [(seed, share) for (seed, _), share in zip(wanted, shares, strict=True)],
-        )
+
+    def _start_tracks(
+        self, wanted: Sequence[tuple[Seed, Track | None]], caught_up: Sequence[Seed]
+    ) -> int:
+        """Re-find or start the tracks of the caught-up seeds; return how many started.
+
+        A seed that now lands on a body a track sees is dropped; so are the seeds past
+        ``max_people`` tracks.
+        """
         started = 0
         for (seed, track), caught in zip(wanted, caught_up, strict=True):
             if track is not None and track in self._tracks:
                 # Re-found: look where the front end says on the next step.
                 track.roi = caught.roi
                 continue
-            held = [
-                (t.person.box, t.person.keypoints)
-                if t.person is not None
-                else (_roi_box(t.roi), None)
-                for t in self._tracks
-                if t.misses == 0
-            ]
-            if any(
-                same_body(caught.box, caught.keypoints, box, points, self.seed_iou)
-                for box, points in held
-            ):
+            if self._held_by_a_track(caught):
                 continue
             if len(self._tracks) >= self.max_people:
                 break
             self._tracks.append(Track(next(self._ids), caught.roi, seed.confidence))
             started += 1
         return started
+
+    def _held_by_a_track(self, caught: Seed) -> bool:
+        """Return True when a track that sees its person (or a new one's ROI) is on ``caught``."""
+        held = [
+            (t.person.box, t.person.keypoints) if t.person is not None else (_roi_box(t.roi), None)
+            for t in self._tracks
+            if t.misses == 0
+        ]
+        return any(
+            same_body(caught.box, caught.keypoints, box, points, self.seed_iou)
+            for box, points in held
+        )
 
     def _catch_up(
         self, landmarker: BlazePoseLandmarker, seed: Seed, frames: Sequence[np.ndarray]
@@ -469,8 +499,25 @@ class PeopleTracker:
         a body that is tracked already is dropped.
         """
         height, width = image.shape[:2]
-        found: list[tuple[Track, Person | None]] = []
         passes = self._landmark_passes
+        runs = self._run_landmarks(image, passes)
+        found = self._people_found(runs, (width, height))
+        survivors, reported, lost, merged = self._claim_bodies(found, passes, (width, height))
+        survivors.sort(key=lambda t: (t.misses > 0, -t.person.score))
+        self._tracks = survivors
+        return StepResult(
+            people=[reported[t.track_id] for t in survivors if t.misses == 0],
+            lost=lost,
+            merged=merged,
+            landmark_runs=sum(count for _, count in runs),
+        )
+
+    def _run_landmarks(self, image: np.ndarray, passes: int) -> list[tuple[PoseLandmarks, int]]:
+        """Run the landmark net on every track's ROI; return its landmarks and run count.
+
+        With one pass a track's run is mirrored every other frame (``alternate_mirror``);
+        with more, each pass is a flip test, and the fourth its second pass.
+        """
         mirror = [
             passes > 1 or (self.alternate_mirror and t.frames % 2 == 1) for t in self._tracks
         ]
@@ -493,11 +540,20 @@ class PeopleTracker:
                 return landmarks, 2
             return flip_test(landmarker, landmarks.next_roi()), 4
 
-        runs = self._landmarks.map(
+        return self._landmarks.map(
             run, [(t.roi, m) for t, m in zip(self._tracks, mirror, strict=True)]
         )
+
+    def _people_found(
+        self, runs: Sequence[tuple[PoseLandmarks, int]], image_size: tuple[int, int]
+    ) -> list[tuple[Track, Person | None]]:
+        """Return each track with the person its run found: None below ``min_presence``.
+
+        Counts the frame for every track (``Track.frames``, which the mirroring follows).
+        """
+        found: list[tuple[Track, Person | None]] = []
         for track, (landmarks, _) in zip(self._tracks, runs, strict=True):
-            box = landmark_box(landmarks, (width, height))
+            box = landmark_box(landmarks, image_size)
             track.frames += 1
             seen = (
                 landmarks.pose_score >= self.min_presence
@@ -505,21 +561,25 @@ class PeopleTracker:
                 and box[3] - box[1] > 1
             )
             found.append((track, _person(landmarks, box, track.confidence) if seen else None))
+        return found
 
-        def continuity(entry: tuple[Track, Person | None]) -> tuple[bool, float]:
-            track, person = entry
-            if person is None:
-                return (True, 0.0)
-            if track.person is None:
-                return (False, -0.0)
-            return (False, -float(iou_matrix(track.person.box, person.box)[0, 0]) - 1.0)
+    def _claim_bodies(
+        self,
+        found: Sequence[tuple[Track, Person | None]],
+        passes: int,
+        image_size: tuple[int, int],
+    ) -> tuple[list[Track], dict[int, Person], int, int]:
+        """Let the tracks that see a person, the most continuous first, claim bodies.
 
-        # Tracks that see a person, the most continuous first, claim bodies.
+        A track whose person another track has claimed misses the frame (a new track is
+        dropped: merged). Return the surviving tracks, the person each track that saw its
+        own reports (by id), and how many tracks were lost and merged.
+        """
         claimed: list[Person] = []
         survivors: list[Track] = []
         reported: dict[int, Person] = {}
         lost = merged = 0
-        for track, person in sorted(found, key=continuity):
+        for track, person in sorted(found, key=_continuity):
             if person is not None and any(
                 same_body(person.box, person.keypoints, c.box, c.keypoints, self.nms_iou)
                 for c in claimed
@@ -529,36 +589,37 @@ class PeopleTracker:
                     continue
                 person = None
             if person is not None:
-                previous = track.person if track.misses == 0 else None
-                track.person = person
-                track.roi = person.landmarks.next_roi()
-                self._update_velocity(track)
-                track.misses = 0
+                reported[track.track_id] = self._follow(track, person, passes, image_size)
                 claimed.append(person)
                 survivors.append(track)
-                reported[track.track_id] = (
-                    self._averaged(track, previous, (width, height))
-                    if self.average_two_frames and passes == 1 and previous is not None
-                    else person
-                )
             elif track.person is not None and track.misses < self.max_misses:
-                # Hidden for a moment: look where the person has walked to by now.
-                track.misses += 1
-                track.last_centre = None
-                dx, dy = track.velocity
-                track.roi = dataclasses.replace(
-                    track.roi, x_center=track.roi.x_center + dx, y_center=track.roi.y_center + dy
-                )
+                self._coast(track)
                 survivors.append(track)
             else:
                 lost += 1
-        survivors.sort(key=lambda t: (t.misses > 0, -t.person.score))
-        self._tracks = survivors
-        return StepResult(
-            people=[reported[t.track_id] for t in survivors if t.misses == 0],
-            lost=lost,
-            merged=merged,
-            landmark_runs=sum(count for _, count in runs),
+        return survivors, reported, lost, merged
+
+    def _follow(
+        self, track: Track, person: Person, passes: int, image_size: tuple[int, int]
+    ) -> Person:
+        """Move ``track`` on to ``person``, seen on this frame; return whom it reports."""
+        previous = track.person if track.misses == 0 else None
+        track.person = person
+        track.roi = person.landmarks.next_roi()
+        self._update_velocity(track)
+        track.misses = 0
+        if self.average_two_frames and passes == 1 and previous is not None:
+            return self._averaged(track, previous, image_size)
+        return person
+
+    @staticmethod
+    def _coast(track: Track) -> None:
+        """Miss the frame: hidden for a moment, look where the person has walked to by now."""
+        track.misses += 1
+        track.last_centre = None
+        dx, dy = track.velocity
+        track.roi = dataclasses.replace(
+            track.roi, x_center=track.roi.x_center + dx, y_center=track.roi.y_center + dy
         )
 
     @staticmethod
@@ -585,6 +646,19 @@ class PeopleTracker:
                 weight * (centre[1] - track.last_centre[1]) + (1.0 - weight) * track.velocity[1],
             )
         track.last_centre = centre
+
+
+def _continuity(entry: tuple[Track, Person | None]) -> tuple[bool, float]:
+    """Sort key of a step's tracks: seeing ones first, the most overlap with the last box first.
+
+    Of those, a new track (no person yet) comes after every track that had one.
+    """
+    track, person = entry
+    if person is None:
+        return (True, 0.0)
+    if track.person is None:
+        return (False, -0.0)
+    return (False, -float(iou_matrix(track.person.box, person.box)[0, 0]) - 1.0)
 
 
 def _person(landmarks: PoseLandmarks, box: np.ndarray, confidence: float) -> Person:

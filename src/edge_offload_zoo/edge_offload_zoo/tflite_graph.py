@@ -304,10 +304,27 @@ def _parse(data: bytes) -> _ParsedGraph:
     if model.SubgraphsLength() < 1:
         raise TfliteGraphError('TFLite model without a subgraph')
     graph = model.Subgraphs(0)
-    tensors: list[_TensorInfo] = []
-    raw: dict[int, np.ndarray] = {}
-    sparsity: dict[int, Any] = {}
-    quant: dict[int, Any] = {}
+    stored = _read_tensors(model, data, graph)
+    nodes = _read_operators(model, graph, len(stored.infos))
+    constants, runtime = _fold_weight_ops(nodes, stored, len(data))
+    _check_float_activations(runtime, stored.infos)
+    inputs, outputs = _graph_endpoints(graph, len(stored.infos))
+    return _ParsedGraph(stored.infos, runtime, constants, inputs, outputs)
+
+
+@dataclass
+class _StoredTensors:
+    """Subgraph 0's tensors as the file stores them, before the weight-decoding ops fold."""
+
+    infos: list[_TensorInfo]
+    raw: dict[int, np.ndarray]  # constants; sparse ones still flat, as stored
+    sparsity: dict[int, Any]  # sparse constants' metadata, for DENSIFY
+    quant: dict[int, Any]  # every tensor's quantisation table, for DEQUANTIZE
+
+
+def _read_tensors(model: tflite.Model, data: bytes, graph: tflite.SubGraph) -> _StoredTensors:
+    """Read every tensor's name, shape and type, and the constants' values, bounded."""
+    stored = _StoredTensors([], {}, {}, {})
     for index in range(graph.TensorsLength()):
         tensor = graph.Tensors(index)
         shape = tuple(int(v) for v in tensor.ShapeAsNumpy()) if tensor.ShapeLength() else ()
@@ -315,8 +332,8 @@ def _parse(data: bytes) -> _ParsedGraph:
         # A corrupt or hostile file must not make the loader allocate without bound.
         if any(d < 0 for d in shape) or int(np.prod(shape, dtype=np.float64)) > _MAX_ELEMENTS:
             raise TfliteGraphError(f'tensor {info.name!r} has an invalid shape {list(shape)}')
-        tensors.append(info)
-        quant[index] = tensor.Quantization()
+        stored.infos.append(info)
+        stored.quant[index] = tensor.Quantization()
         payload = _buffer_bytes(model, data, tensor.Buffer())
         if payload is None:
             continue
@@ -328,43 +345,61 @@ def _parse(data: bytes) -> _ParsedGraph:
             )
         values = np.frombuffer(payload, dtype=dtype)
         if tensor.Sparsity() is not None:
-            sparsity[index] = tensor.Sparsity()
-            raw[index] = values  # densified when its DENSIFY op is folded
+            stored.sparsity[index] = tensor.Sparsity()
+            stored.raw[index] = values  # densified when its DENSIFY op is folded
             continue
         if values.size != int(np.prod(shape, dtype=np.int64)):
             raise TfliteGraphError(
                 f'constant tensor {info.name!r} has {values.size} values for shape {list(shape)}'
             )
-        raw[index] = values.reshape(shape)
+        stored.raw[index] = values.reshape(shape)
+    return stored
 
+
+def _read_operators(model: tflite.Model, graph: tflite.SubGraph, tensor_count: int) -> list[_Node]:
+    """Return subgraph 0's operators; raise on an op this loader neither runs nor folds."""
     nodes: list[_Node] = []
     for index in range(graph.OperatorsLength()):
         op = graph.Operators(index)
-        code_index = op.OpcodeIndex()
-        if code_index >= model.OperatorCodesLength():
-            raise TfliteGraphError(f'operator {index} refers to missing opcode {code_index}')
-        code = model.OperatorCodes(code_index)
-        # Files since TF 2.4 keep codes >= 127 in builtin_code; the deprecated field saturates.
-        builtin = max(code.BuiltinCode(), code.DeprecatedBuiltinCode())
-        name = op_name(builtin)
-        if builtin == tflite.BuiltinOperator.CUSTOM:
-            custom = code.CustomCode()
-            name = f'CUSTOM({custom.decode(errors="replace") if custom else "?"})'
+        name = _operator_name(model, op, index)
         check_supported(name)
         ins = tuple(int(v) for v in op.InputsAsNumpy()) if op.InputsLength() else ()
         outs = tuple(int(v) for v in op.OutputsAsNumpy()) if op.OutputsLength() else ()
         for tensor_index in ins + outs:
-            if tensor_index >= len(tensors):
+            if tensor_index >= tensor_count:
                 raise TfliteGraphError(
                     f'{name} (op {index}) refers to missing tensor {tensor_index}'
                 )
         nodes.append(_Node(index, name, ins, outs, _options(op, name)))
+    return nodes
 
-    # Fold the weight-decoding ops; they must read constants only. Dense copies may not
-    # outgrow the file by much: a corrupt shape must fail here, not exhaust the memory.
-    constants = dict(raw)
+
+def _operator_name(model: tflite.Model, op: tflite.Operator, index: int) -> str:
+    """Return the op's TFLite name (``CUSTOM(name)`` for a custom op)."""
+    code_index = op.OpcodeIndex()
+    if code_index >= model.OperatorCodesLength():
+        raise TfliteGraphError(f'operator {index} refers to missing opcode {code_index}')
+    code = model.OperatorCodes(code_index)
+    # Files since TF 2.4 keep codes >= 127 in builtin_code; the deprecated field saturates.
+    builtin = max(code.BuiltinCode(), code.DeprecatedBuiltinCode())
+    if builtin == tflite.BuiltinOperator.CUSTOM:
+        custom = code.CustomCode()
+        return f'CUSTOM({custom.decode(errors="replace") if custom else "?"})'
+    return op_name(builtin)
+
+
+def _fold_weight_ops(
+    nodes: list[_Node], stored: _StoredTensors, file_size: int
+) -> tuple[dict[int, np.ndarray], list[_Node]]:
+    """Fold DEQUANTIZE and DENSIFY into constants; return the constants and the other ops.
+
+    The folded ops must read constants only. Dense copies may not outgrow the file by
+    much: a corrupt shape must fail here, not exhaust the memory.
+    """
+    tensors = stored.infos
+    constants = dict(stored.raw)
     runtime: list[_Node] = []
-    budget = 16 * len(data) + (1 << 20)
+    budget = 16 * file_size + (1 << 20)
     for node in nodes:
         if node.op not in FOLDED_OPS:
             runtime.append(node)
@@ -380,14 +415,19 @@ def _parse(data: bytes) -> _ParsedGraph:
                 f'{node.op} (op {node.index}) of a non-constant tensor is not supported'
             )
         if node.op == 'DENSIFY':
-            if source not in sparsity:
+            if source not in stored.sparsity:
                 raise TfliteGraphError(f'DENSIFY (op {node.index}) of a dense tensor')
-            value = _densify(constants[source], tensors[source].shape, sparsity[source])
+            value = _densify(constants[source], tensors[source].shape, stored.sparsity[source])
         else:
-            value = _dequantize(constants[source], quant[source])
+            value = _dequantize(constants[source], stored.quant[source])
         constants[node.outputs[0]] = value.reshape(tensors[node.outputs[0]].shape)
-    for index in sparsity:
+    for index in stored.sparsity:
         constants.pop(index, None)  # only the densified copy is used
+    return constants, runtime
+
+
+def _check_float_activations(runtime: list[_Node], tensors: list[_TensorInfo]) -> None:
+    """Raise unless every op that runs produces float32 (no quantised graphs)."""
     for node in runtime:
         for tensor_index in node.outputs:
             if tensors[tensor_index].dtype != tflite.TensorType.FLOAT32:
@@ -396,14 +436,20 @@ def _parse(data: bytes) -> _ParsedGraph:
                     f'{node.op} (op {node.index}) produces a {kind} tensor; only float32 '
                     'activations are supported (no quantised graphs)'
                 )
+
+
+def _graph_endpoints(
+    graph: tflite.SubGraph, tensor_count: int
+) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Return subgraph 0's input and output tensors; raise when either is missing."""
     inputs = tuple(int(v) for v in graph.InputsAsNumpy()) if graph.InputsLength() else ()
     outputs = tuple(int(v) for v in graph.OutputsAsNumpy()) if graph.OutputsLength() else ()
     if not inputs or not outputs:
         raise TfliteGraphError('subgraph 0 has no inputs or no outputs')
     for tensor_index in inputs + outputs:
-        if tensor_index >= len(tensors):
+        if tensor_index >= tensor_count:
             raise TfliteGraphError(f'graph input/output refers to missing tensor {tensor_index}')
-    return _ParsedGraph(tensors, runtime, constants, inputs, outputs)
+    return inputs, outputs
 
 
 # ---------------------------------------------------------------------------------------
