@@ -25,13 +25,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-
-def _check_real(name: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ValueError(f'{name} must be a number, got {value!r}')
-    if not math.isfinite(value):
-        raise ValueError(f'{name} must be finite, got {value!r}')
-    return float(value)
+from edge_offload.value_checks import check_real
 
 
 def _check_size(name: str, value: object) -> int:
@@ -56,7 +50,7 @@ class PinholeCamera:
 
     def __post_init__(self) -> None:
         for name in ('fx', 'fy'):
-            value = _check_real(name, getattr(self, name))
+            value = check_real(name, getattr(self, name))
             if value <= 0.0:
                 raise ValueError(
                     f'{name} must be positive, got {value!r} (an all-zero K is an '
@@ -64,7 +58,7 @@ class PinholeCamera:
                 )
             object.__setattr__(self, name, value)
         for name in ('cx', 'cy'):
-            object.__setattr__(self, name, _check_real(name, getattr(self, name)))
+            object.__setattr__(self, name, check_real(name, getattr(self, name)))
         for name in ('width', 'height'):
             object.__setattr__(self, name, _check_size(name, getattr(self, name)))
 

@@ -101,7 +101,6 @@ the 3-D one) and the height ``z``. The odometry frame has z up (REP 103 / REP 10
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -109,6 +108,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from edge_offload.camera_model import PinholeCamera
+from edge_offload.value_checks import check_int, check_positive
 from people_following.person_tracker import Detection
 
 COCO_KEYPOINT_COUNT = 17
@@ -122,29 +122,6 @@ _MAD_TO_SIGMA = 1.4826
 _RIGID_ATOL = 1e-5
 # Relative tolerance of the symmetry check on a given covariance.
 _SYMMETRY_RTOL = 1e-9
-
-
-def _check_real(name: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ValueError(f'{name} must be a number, got {value!r}')
-    if not math.isfinite(value):
-        raise ValueError(f'{name} must be finite, got {value!r}')
-    return float(value)
-
-
-def _check_positive(name: str, value: object, *, allow_zero: bool = False) -> float:
-    value = _check_real(name, value)
-    if value < 0.0 or (value == 0.0 and not allow_zero):
-        raise ValueError(
-            f'{name} must be {"non-negative" if allow_zero else "positive"}, got {value!r}'
-        )
-    return value
-
-
-def _check_int(name: str, value: object, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-        raise ValueError(f'{name} must be an integer of at least {minimum}, got {value!r}')
-    return int(value)
 
 
 @dataclass(frozen=True)
@@ -175,24 +152,24 @@ class LocalizerConfig:
     body_centre_offset_m: float = 0.1
 
     def __post_init__(self) -> None:
-        score = _check_positive('min_keypoint_score', self.min_keypoint_score)
+        score = check_positive('min_keypoint_score', self.min_keypoint_score)
         if score > 1.0:
             raise ValueError(f'min_keypoint_score must be in (0, 1], got {score!r}')
-        _check_int('min_torso_keypoints', self.min_torso_keypoints, 1)
-        _check_int('min_valid_keypoints', self.min_valid_keypoints, 1)
-        _check_int('window_half_size_px', self.window_half_size_px, 0)
-        min_depth = _check_positive('min_depth_m', self.min_depth_m)
-        max_depth = _check_positive('max_depth_m', self.max_depth_m)
+        check_int('min_torso_keypoints', self.min_torso_keypoints, 1)
+        check_int('min_valid_keypoints', self.min_valid_keypoints, 1)
+        check_int('window_half_size_px', self.window_half_size_px, 0)
+        min_depth = check_positive('min_depth_m', self.min_depth_m)
+        max_depth = check_positive('max_depth_m', self.max_depth_m)
         if max_depth <= min_depth:
             raise ValueError(
                 f'max_depth_m ({max_depth!r}) must be more than min_depth_m ({min_depth!r})'
             )
-        _check_positive('inlier_tolerance_m', self.inlier_tolerance_m)
+        check_positive('inlier_tolerance_m', self.inlier_tolerance_m)
         # a > 0 keeps the covariance positive definite when the keypoints agree exactly.
-        _check_positive('depth_noise_const_m', self.depth_noise_const_m)
-        _check_positive('depth_noise_quad_per_m', self.depth_noise_quad_per_m, allow_zero=True)
-        _check_positive('pixel_sigma_px', self.pixel_sigma_px)
-        _check_positive('body_centre_offset_m', self.body_centre_offset_m, allow_zero=True)
+        check_positive('depth_noise_const_m', self.depth_noise_const_m)
+        check_positive('depth_noise_quad_per_m', self.depth_noise_quad_per_m, allow_zero=True)
+        check_positive('pixel_sigma_px', self.pixel_sigma_px)
+        check_positive('body_centre_offset_m', self.body_centre_offset_m, allow_zero=True)
 
 
 def _check_covariance(name: str, covariance: ArrayLike, size: int) -> np.ndarray:

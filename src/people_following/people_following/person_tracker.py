@@ -100,6 +100,8 @@ from filterpy.kalman import KalmanFilter
 from numpy.typing import ArrayLike
 from scipy.optimize import linear_sum_assignment
 
+from edge_offload.value_checks import check_int, check_positive
+
 STATE_DIM = 4
 MEASUREMENT_DIM = 2
 # The detection measures the position part of [x, y, vx, vy].
@@ -107,24 +109,6 @@ _H = np.hstack([np.eye(MEASUREMENT_DIM), np.zeros((MEASUREMENT_DIM, 2))])
 # Relative tolerance of the symmetry check on detection covariances: they come from float32
 # messages, whose rounding must not be taken for asymmetry.
 _SYMMETRY_RTOL = 1e-6
-
-
-def _check_positive(
-    name: str, value: float, *, allow_inf: bool = False, allow_zero: bool = False
-) -> None:
-    if not isinstance(value, numbers.Real) or isinstance(value, bool):
-        raise ValueError(f'{name} must be a number, got {value!r}')
-    too_small = value < 0.0 if allow_zero else value <= 0.0
-    if math.isnan(value) or too_small or (math.isinf(value) and not allow_inf):
-        limit = 'non-negative' if allow_zero else 'positive'
-        raise ValueError(
-            f'{name} must be {limit}{"" if allow_inf else " and finite"}, got {value!r}'
-        )
-
-
-def _check_count(name: str, value: int) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise ValueError(f'{name} must be an integer of at least 1, got {value!r}')
 
 
 @dataclass(frozen=True)
@@ -163,20 +147,20 @@ class TrackerConfig:
     height_smoothing: float = 0.2
 
     def __post_init__(self) -> None:
-        _check_positive('accel_sigma', self.accel_sigma)
-        _check_positive('initial_velocity_sigma', self.initial_velocity_sigma)
-        _check_positive('max_age_s', self.max_age_s)
-        _check_positive('tentative_max_age_s', self.tentative_max_age_s)
-        _check_positive('max_position_sigma_m', self.max_position_sigma_m)
-        _check_positive('max_target_distance_m', self.max_target_distance_m, allow_inf=True)
-        _check_positive('min_separation_m', self.min_separation_m, allow_zero=True)
-        _check_count('confirm_hits', self.confirm_hits)
+        check_positive('accel_sigma', self.accel_sigma)
+        check_positive('initial_velocity_sigma', self.initial_velocity_sigma)
+        check_positive('max_age_s', self.max_age_s)
+        check_positive('tentative_max_age_s', self.tentative_max_age_s)
+        check_positive('max_position_sigma_m', self.max_position_sigma_m)
+        check_positive('max_target_distance_m', self.max_target_distance_m, allow_inf=True)
+        check_positive('min_separation_m', self.min_separation_m, allow_zero=True)
+        check_int('confirm_hits', self.confirm_hits)
         if not isinstance(self.likelihood_cost, bool):
             raise ValueError(f'likelihood_cost must be a bool, got {self.likelihood_cost!r}')
-        _check_count('max_tracks', self.max_tracks)
+        check_int('max_tracks', self.max_tracks)
         for name in ('gate_probability', 'height_smoothing'):
             value = getattr(self, name)
-            _check_positive(name, value)
+            check_positive(name, value)
             if value > 1.0 or (name == 'gate_probability' and value == 1.0):
                 interval = '(0, 1)' if name == 'gate_probability' else '(0, 1]'
                 raise ValueError(f'{name} must be in {interval}, got {value!r}')

@@ -617,10 +617,10 @@ def test_rigid_transform_from_float32_rounding_is_accepted():
         ('window_half_size_px', -1, 'at least 0'),
         ('min_depth_m', -0.1, 'min_depth_m must be positive'),
         ('max_depth_m', 0.1, 'must be more than min_depth_m'),
-        ('inlier_tolerance_m', math.inf, 'must be finite'),
+        ('inlier_tolerance_m', math.inf, 'must be positive and finite'),
         ('depth_noise_const_m', 0.0, 'must be positive'),
         ('depth_noise_quad_per_m', -0.01, 'must be non-negative'),
-        ('pixel_sigma_px', math.nan, 'must be finite'),
+        ('pixel_sigma_px', math.nan, 'must be positive and finite'),
         ('body_centre_offset_m', True, 'must be a number'),
     ],
 )
