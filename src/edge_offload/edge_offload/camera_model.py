@@ -18,20 +18,13 @@ Plain numpy, no ROS: algorithms, nodes and the AccuMO data share it.
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from edge_offload.value_checks import check_real
-
-
-def _check_size(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise ValueError(f'image {name} must be an integer of at least 1, got {value!r}')
-    return int(value)
+from edge_offload.value_checks import check_int, check_real
 
 
 @dataclass(frozen=True)
@@ -60,7 +53,7 @@ class PinholeCamera:
         for name in ('cx', 'cy'):
             object.__setattr__(self, name, check_real(name, getattr(self, name)))
         for name in ('width', 'height'):
-            object.__setattr__(self, name, _check_size(name, getattr(self, name)))
+            object.__setattr__(self, name, check_int(f'image {name}', getattr(self, name), 1))
 
     # -- construction --------------------------------------------------------------------
 
