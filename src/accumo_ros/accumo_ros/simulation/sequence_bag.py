@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -38,7 +38,10 @@ from rosbags.rosbag2.enums import CompressionFormat, CompressionMode
 from rosbags.typesys import Stores, get_typestore
 
 from accumo_ros.geometry import T_BODY_OPTICAL, make_poses, quaternions_xyzw, rotations_from_xyzw
-from accumo_ros.simulation.sequence import SequenceConfig, SyntheticSequence
+from accumo_ros.simulation.imu import ImuSeries
+from accumo_ros.simulation.scene import RenderedFrame, Scene
+from accumo_ros.simulation.sequence import SequenceConfig, SyntheticFrame, SyntheticSequence
+from accumo_ros.simulation.trajectory import TrajectoryState
 from edge_offload.camera_model import PinholeCamera
 from edge_offload.image_convert import ImageFormatError, image_fields, imgmsg_to_cv2
 from edge_offload.stamps import stamp_ns
@@ -198,6 +201,82 @@ class BagSummary:
     max_depth_m: float
 
 
+_CONNECTIONS = (
+    (IMAGE_TOPIC, _IMAGE),
+    (DEPTH_TOPIC, _IMAGE),
+    (CAMERA_INFO_TOPIC, _INFO),
+    (IMU_TOPIC, _IMU),
+    (GROUND_TRUTH_TOPIC, _ODOM),
+    (TF_STATIC_TOPIC, _TF),
+)
+
+
+class _BagWriter:
+    """An open ``Writer`` with a connection per topic; logs each message at its sensor time."""
+
+    def __init__(self, writer: Writer) -> None:
+        self.writer = writer
+        self.connections = {
+            topic: writer.add_connection(topic, msgtype, typestore=TYPESTORE)
+            for topic, msgtype in _CONNECTIONS
+        }
+
+    def write(self, topic: str, seconds: float, message: object, msgtype: str) -> None:
+        """Serialise ``message`` and log it on ``topic`` at ``seconds`` after the bag start."""
+        log_ns = BAG_START_NS + int(round(seconds * 1e9))
+        self.writer.write(
+            self.connections[topic], log_ns, TYPESTORE.serialize_cdr(message, msgtype)
+        )
+
+
+def _write_imu_sample(bag: _BagWriter, imu: ImuSeries, index: int, config: SequenceConfig) -> None:
+    t = float(imu.times[index])
+    message = _imu(t, imu.angular_velocity[index], imu.linear_acceleration[index], config)
+    bag.write(IMU_TOPIC, t, message, _IMU)
+
+
+def _write_frame(
+    bag: _BagWriter, frame: SyntheticFrame, config: SequenceConfig, truth: TrajectoryState
+) -> None:
+    """Write one frame's image, depth, camera info and ground-truth odometry."""
+    t = frame.time_s
+    rendered = frame.rendered
+    bag.write(IMAGE_TOPIC, t, _image(t, rendered.rgb, 'rgb8'), _IMAGE)
+    bag.write(DEPTH_TOPIC, t, _image(t, rendered.depth, '32FC1'), _IMAGE)
+    bag.write(CAMERA_INFO_TOPIC, t, _camera_info(t, config.intrinsics), _INFO)
+    i = frame.index
+    bag.write(
+        GROUND_TRUTH_TOPIC,
+        t,
+        _odometry(t, frame.pose, truth.velocity_world[i], truth.angular_velocity_body[i]),
+        _ODOM,
+    )
+
+
+@dataclass
+class _FrameFigures:
+    """The category figures measured on the rendered frames as they are written."""
+
+    dynamic_shares: list[float] = field(default_factory=list)
+    depth_range: list[float] = field(default_factory=lambda: [np.inf, 0.0])
+
+    def add(self, rendered: RenderedFrame, scene: Scene) -> None:
+        """Measure one rendered frame."""
+        self.dynamic_shares.append(float(rendered.dynamic_mask(scene).mean()))
+        self.depth_range = [
+            min(self.depth_range[0], float(rendered.depth.min())),
+            max(self.depth_range[1], float(rendered.depth.max())),
+        ]
+
+
+def _summary_metadata(config: SequenceConfig, summary: BagSummary) -> dict[str, str]:
+    """Return the bag's ``custom_data``: generator settings and measured figures."""
+    metadata = config_to_metadata(config)
+    metadata[f'{METADATA_PREFIX}mean_angular_speed_rad_s'] = f'{summary.mean_angular_speed:.4f}'
+    metadata[f'{METADATA_PREFIX}mean_dynamic_share'] = f'{summary.mean_dynamic_share:.4f}'
+    return metadata
+
+
 def write_sequence_bag(
     sequence: SyntheticSequence,
     path: Path | str,
@@ -215,85 +294,34 @@ def write_sequence_bag(
     writer = Writer(path, version=9, storage_plugin=storage)
     if compress:
         writer.set_compression(CompressionMode.MESSAGE, CompressionFormat.ZSTD)
-    dynamic_shares = []
-    depth_range = [np.inf, 0.0]
+    figures = _FrameFigures()
     with writer:
-        connections = {
-            topic: writer.add_connection(topic, msgtype, typestore=TYPESTORE)
-            for topic, msgtype in (
-                (IMAGE_TOPIC, _IMAGE),
-                (DEPTH_TOPIC, _IMAGE),
-                (CAMERA_INFO_TOPIC, _INFO),
-                (IMU_TOPIC, _IMU),
-                (GROUND_TRUTH_TOPIC, _ODOM),
-                (TF_STATIC_TOPIC, _TF),
-            )
-        }
-
-        def write(topic: str, seconds: float, message: object, msgtype: str) -> None:
-            log_ns = BAG_START_NS + int(round(seconds * 1e9))
-            writer.write(connections[topic], log_ns, TYPESTORE.serialize_cdr(message, msgtype))
-
-        write(TF_STATIC_TOPIC, 0.0, _tf_static(), _TF)
+        bag = _BagWriter(writer)
+        bag.write(TF_STATIC_TOPIC, 0.0, _tf_static(), _TF)
         imu = sequence.imu
-        truth = sequence.ground_truth
         next_imu = 0
         for frame in sequence.frames():
             # IMU samples up to this frame's time go first, as a driver would log them.
             while next_imu < len(imu) and imu.times[next_imu] <= frame.time_s + 1e-9:
-                write(
-                    IMU_TOPIC,
-                    float(imu.times[next_imu]),
-                    _imu(
-                        float(imu.times[next_imu]),
-                        imu.angular_velocity[next_imu],
-                        imu.linear_acceleration[next_imu],
-                        config,
-                    ),
-                    _IMU,
-                )
+                _write_imu_sample(bag, imu, next_imu, config)
                 next_imu += 1
-            t = frame.time_s
-            rendered = frame.rendered
-            write(IMAGE_TOPIC, t, _image(t, rendered.rgb, 'rgb8'), _IMAGE)
-            write(DEPTH_TOPIC, t, _image(t, rendered.depth, '32FC1'), _IMAGE)
-            write(CAMERA_INFO_TOPIC, t, _camera_info(t, config.intrinsics), _INFO)
-            i = frame.index
-            write(
-                GROUND_TRUTH_TOPIC,
-                t,
-                _odometry(t, frame.pose, truth.velocity_world[i], truth.angular_velocity_body[i]),
-                _ODOM,
-            )
-            dynamic_shares.append(float(rendered.dynamic_mask(sequence.scene).mean()))
-            depth_range = [
-                min(depth_range[0], float(rendered.depth.min())),
-                max(depth_range[1], float(rendered.depth.max())),
-            ]
+            _write_frame(bag, frame, config, sequence.ground_truth)
+            figures.add(frame.rendered, sequence.scene)
             if progress is not None:
                 progress(1)
         while next_imu < len(imu):
-            t = float(imu.times[next_imu])
-            imu_message = _imu(
-                t, imu.angular_velocity[next_imu], imu.linear_acceleration[next_imu], config
-            )
-            write(IMU_TOPIC, t, imu_message, _IMU)
+            _write_imu_sample(bag, imu, next_imu, config)
             next_imu += 1
         summary = BagSummary(
             path=path,
-            frames=len(dynamic_shares),
+            frames=len(figures.dynamic_shares),
             imu_samples=len(imu),
             mean_angular_speed=sequence.mean_angular_speed(),
-            mean_dynamic_share=float(np.mean(dynamic_shares)),
-            min_depth_m=depth_range[0],
-            max_depth_m=depth_range[1],
+            mean_dynamic_share=float(np.mean(figures.dynamic_shares)),
+            min_depth_m=figures.depth_range[0],
+            max_depth_m=figures.depth_range[1],
         )
-        metadata = config_to_metadata(config)
-        metadata[f'{METADATA_PREFIX}mean_angular_speed_rad_s'] = (
-            f'{summary.mean_angular_speed:.4f}'
-        )
-        metadata[f'{METADATA_PREFIX}mean_dynamic_share'] = f'{summary.mean_dynamic_share:.4f}'
-        for key, value in metadata.items():
+        for key, value in _summary_metadata(config, summary).items():
             writer.set_custom_data(key, value)
     return summary
 

@@ -208,6 +208,34 @@ def _log_so3(rotation: np.ndarray) -> np.ndarray:
     return Rotation.from_matrix(rotation).as_rotvec()
 
 
+def _initial_covariance(covariance: np.ndarray | None, sigmas: list[float]) -> np.ndarray:
+    """Return the initial 15×15 ``P``: ``covariance`` if given, else diagonal from ``sigmas``.
+
+    ``sigmas`` are the 1-sigma values of ``[δp, δv, δθ, δb_g, δb_a]``, each for 3 axes.
+    """
+    if covariance is not None:
+        covariance = np.array(covariance, dtype=np.float64)
+        if covariance.shape != (ERROR_DIM, ERROR_DIM):
+            raise ValueError(f'covariance must be 15x15, got {covariance.shape}')
+        return covariance
+    return np.diag(np.repeat(sigmas, 3) ** 2)
+
+
+def _recovery_variance(velocity_sigma: float, accel_bias_sigma: float) -> np.ndarray:
+    """Return the variance added to ``[δv, δb_a]`` when the filter recovers (6 values)."""
+    return np.concatenate([np.full(3, velocity_sigma**2), np.full(3, accel_bias_sigma**2)])
+
+
+def _gate_thresholds(gate_probability: float | None) -> tuple[float | None, float | None]:
+    """Return the chi-square gates on a pose (6 dof) and on its orientation alone (3 dof).
+
+    ``(None, None)`` without a gate.
+    """
+    if gate_probability is None:
+        return None, None
+    return float(chi2.ppf(gate_probability, POSE_DIM)), float(chi2.ppf(gate_probability, 3))
+
+
 @dataclass(frozen=True)
 class FilterState:
     """Everything :meth:`ErrorStateKalmanFilter.restore` needs: nominal state and ``P``.
@@ -288,6 +316,39 @@ class ErrorStateKalmanFilter:
         if pose.shape != (4, 4):
             raise ValueError(f'pose must be 4x4, got {pose.shape}')
         self.noise = ImuNoise() if noise is None else noise
+        if gyro_bias_sigma is None:
+            gyro_bias_sigma = self.noise.gyro_bias_sigma
+        if accel_bias_sigma is None:
+            accel_bias_sigma = self.noise.accel_bias_sigma
+        self._init_nominal_state(pose, velocity, gyro_bias, accel_bias)
+
+        # filterpy holds the error state (mean, always zero between steps) and its
+        # covariance, and does the linear predict/update with per-step F, Q, H, R. The
+        # nominal-state propagation, injection and reset are ESKF-specific and live here.
+        self._kf = KalmanFilter(dim_x=ERROR_DIM, dim_z=POSE_DIM)
+        self._kf.P = _initial_covariance(
+            covariance,
+            [position_sigma, velocity_sigma, orientation_sigma, gyro_bias_sigma, accel_bias_sigma],
+        )
+        self._recovery_variance = _recovery_variance(recovery_velocity_sigma, accel_bias_sigma)
+        self._kf.H = _H_POSE.copy()
+
+        gate, rotation_gate = _gate_thresholds(gate_probability)
+        self.gate_threshold: float | None = gate
+        # The same quantile on the orientation part alone (3 dof): see _gated_update.
+        self.rotation_gate_threshold: float | None = rotation_gate
+        self.max_consecutive_rejections = max_consecutive_rejections
+        self._init_counters()
+        self._init_process_noise()
+
+    def _init_nominal_state(
+        self,
+        pose: np.ndarray,
+        velocity: np.ndarray | None,
+        gyro_bias: np.ndarray | None,
+        accel_bias: np.ndarray | None,
+    ) -> None:
+        """Set the nominal state from the constructor's arguments (copies, float64)."""
         self._p = pose[:3, 3].copy()
         self._r = pose[:3, :3].copy()
         self._v = np.zeros(3) if velocity is None else np.array(velocity, dtype=np.float64)
@@ -297,47 +358,8 @@ class ErrorStateKalmanFilter:
         self._last_accel: np.ndarray | None = None
         self._clone: PoseClone | None = None
 
-        # filterpy holds the error state (mean, always zero between steps) and its
-        # covariance, and does the linear predict/update with per-step F, Q, H, R. The
-        # nominal-state propagation, injection and reset are ESKF-specific and live here.
-        self._kf = KalmanFilter(dim_x=ERROR_DIM, dim_z=POSE_DIM)
-        if covariance is not None:
-            covariance = np.array(covariance, dtype=np.float64)
-            if covariance.shape != (ERROR_DIM, ERROR_DIM):
-                raise ValueError(f'covariance must be 15x15, got {covariance.shape}')
-            self._kf.P = covariance
-        else:
-            sigmas = np.repeat(
-                [
-                    position_sigma,
-                    velocity_sigma,
-                    orientation_sigma,
-                    self.noise.gyro_bias_sigma if gyro_bias_sigma is None else gyro_bias_sigma,
-                    self.noise.accel_bias_sigma if accel_bias_sigma is None else accel_bias_sigma,
-                ],
-                3,
-            )
-            self._kf.P = np.diag(sigmas**2)
-        self._recovery_variance = np.concatenate(
-            [
-                np.full(3, recovery_velocity_sigma**2),
-                np.full(
-                    3,
-                    (self.noise.accel_bias_sigma if accel_bias_sigma is None else accel_bias_sigma)
-                    ** 2,
-                ),
-            ]
-        )
-        self._kf.H = _H_POSE.copy()
-
-        self.gate_threshold: float | None = (
-            None if gate_probability is None else float(chi2.ppf(gate_probability, POSE_DIM))
-        )
-        # The same quantile on the orientation part alone (3 dof): see _gated_update.
-        self.rotation_gate_threshold: float | None = (
-            None if gate_probability is None else float(chi2.ppf(gate_probability, 3))
-        )
-        self.max_consecutive_rejections = max_consecutive_rejections
+    def _init_counters(self) -> None:
+        """Zero the fusion statistics: the ``*_count`` and gate attributes."""
         self.fused_count = 0
         self.rejected_count = 0
         self.recovered_count = 0
@@ -345,8 +367,9 @@ class ErrorStateKalmanFilter:
         self.consecutive_rejections = 0
         self.last_mahalanobis_sq: float | None = None
 
+    def _init_process_noise(self) -> None:
+        """Keep ``noise``'s continuous-time spectral densities for ``Q`` (module docstring)."""
         n = self.noise
-        # Continuous-time spectral densities (see the module docstring).
         self._q_accel = n.accel_noise_density**2
         self._q_gyro = n.gyro_noise_density**2
         self._q_gyro_walk = n.gyro_bias_walk**2

@@ -43,7 +43,7 @@ import sys
 import time
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
 
@@ -54,7 +54,14 @@ from accumo_ros.metrics import kitti_errors
 from accumo_ros.scheduler.mpc import AccuracyEstimate, MpcScheduler, TaskSpec, weighted_sum
 from accumo_ros.scheduler.offload_latency import OffloadLatencyEstimator, OffloadSample
 from accumo_ros.scheduler.offload_policies import make_policy
-from accumo_ros.scheduler.pipeline import DEPTH, ODOMETRY, AccumoPipeline, PipelineConfig
+from accumo_ros.scheduler.pipeline import (
+    DEPTH,
+    ODOMETRY,
+    AccumoPipeline,
+    Decision,
+    DepthChoice,
+    PipelineConfig,
+)
 from accumo_ros.simulation.dataset import split_paths
 from accumo_ros.simulation.sequence_bag import LoadedSequence, read_sequence_bag
 from accumo_ros.tasks.depth_tracking import LOCAL_ALGORITHM, TRACKER
@@ -352,6 +359,107 @@ class RunResult:
     fps: float = 60.0  # the sequence's frame rate, for the plots' time axes
 
 
+@dataclass
+class _RunLog:
+    """What a replay records frame by frame; :meth:`result` turns it into a :class:`RunResult`."""
+
+    poses: np.ndarray  # (N, 4, 4) the fused pose after each frame
+    depth_error: np.ndarray  # (N,) AbsRel of the depth map each frame used
+    offloaded: np.ndarray  # (N,) task offloaded at each frame, -1 none, 2 both
+    sources: dict[str, int] = field(
+        default_factory=lambda: {TRACKER: 0, LOCAL_ALGORITHM: 0, 'no_server_depth': 0}
+    )
+    counts: list[int] = field(default_factory=lambda: [0, 0])  # offloads per task
+    decision_times: list[float] = field(default_factory=list)  # MPC solve times, s
+    drop_rates: list[tuple[int, float, float]] = field(default_factory=list)
+
+    @classmethod
+    def for_frames(cls, truth: np.ndarray, frames: int) -> _RunLog:
+        """Return an empty log for ``frames`` frames (poses shaped like ``truth``)."""
+        return cls(
+            poses=np.empty_like(truth),
+            depth_error=np.empty(frames),
+            offloaded=np.full(frames, -1, dtype=int),
+        )
+
+    def record_decision(self, frame: int, decision: Decision, timed: bool) -> None:
+        """Count the offloads of ``decision`` (and its solve time if ``timed``)."""
+        if timed:
+            self.decision_times.append(decision.solve_time_s)
+        if decision.tasks:
+            for task in decision.tasks:
+                self.counts[task] += 1
+            self.offloaded[frame] = decision.tasks[0] if len(decision.tasks) == 1 else 2
+            self.drop_rates.append(
+                (
+                    frame,
+                    decision.estimates[DEPTH].drop_rate,
+                    decision.estimates[ODOMETRY].drop_rate,
+                )
+            )
+
+    def record_depth(
+        self, frame: int, choice: DepthChoice, pipeline: _EvalPipeline, data: SequenceData
+    ) -> None:
+        """Score the depth map the selector chose for ``frame`` against the ground truth."""
+        self.sources[choice.source] += 1
+        if choice.source == TRACKER:
+            self.depth_error[frame] = pipeline.tracker_error(choice.base_frame)
+        else:
+            self.depth_error[frame] = data.lite_error[frame]
+
+    def result(
+        self, data: SequenceData, scheduler: str, weights: tuple[float, float] | None
+    ) -> RunResult:
+        """Return the run's accuracy (depth mean AbsRel, KITTI t_err) and series."""
+        t_err = kitti_errors(data.truth, self.poses, step=SEGMENT_STEP).t_err
+        times_ms = np.array(self.decision_times or [math.nan]) * 1e3
+        return RunResult(
+            data.name,
+            data.category,
+            scheduler,
+            weights,
+            float(self.depth_error.mean()),
+            float(t_err),
+            (self.counts[0], self.counts[1]),
+            self.sources,
+            float(np.nanpercentile(times_ms, 50)) if self.decision_times else math.nan,
+            float(np.nanpercentile(times_ms, 99)) if self.decision_times else math.nan,
+            self.depth_error.round(5).tolist(),
+            self.offloaded.tolist(),
+            self.drop_rates,
+            data.fps,
+        )
+
+
+def _add_imu_until(
+    pipeline: _EvalPipeline, sequence: LoadedSequence, imu: int, frame_time: float
+) -> int:
+    """Feed the IMU samples from index ``imu`` up to ``frame_time``; return the next index."""
+    s = sequence
+    while imu < len(s.imu_times) and s.imu_times[imu] <= frame_time + 1e-9:
+        pipeline.add_imu(s.imu_times[imu], s.angular_velocity[imu], s.linear_acceleration[imu])
+        imu += 1
+    return imu
+
+
+def _send_offload(
+    tasks: tuple[int, ...],
+    frame: int,
+    latency_model: LatencyModel,
+    rng: np.random.Generator,
+    fps: float,
+) -> tuple[int, int, tuple[int, ...], float]:
+    """Draw the latency of an offload of ``tasks`` at ``frame``.
+
+    Returns ``(arrival frame, frame, tasks, latency_s)``: the results are usable at the
+    first frame at least the latency later, and never in the frame they were sent.
+    """
+    latency_s = latency_model.draw(tasks, rng)
+    arrival = frame + max(1, math.ceil(latency_s * fps - 1e-9))
+    return arrival, frame, tasks, latency_s
+
+
 def run_scheduler(
     data: SequenceData,
     scheduler: str,
@@ -375,70 +483,26 @@ def run_scheduler(
     )
     latencies = OffloadLatencyEstimator(default_frames, data.fps)
     rng = np.random.default_rng(seed)
-    frames = len(s.frame_times)
-    poses = np.empty_like(data.truth)
-    depth_error = np.empty(frames)
-    offloaded = np.full(frames, -1, dtype=int)
-    sources = {TRACKER: 0, LOCAL_ALGORITHM: 0, 'no_server_depth': 0}
-    counts = [0, 0]
-    decision_times: list[float] = []
-    drop_rates: list[tuple[int, float, float]] = []
+    log = _RunLog.for_frames(data.truth, len(s.frame_times))
     in_flight: tuple[int, int, tuple[int, ...], float] | None = None  # arrival, frame, tasks
     imu = 0
-    for frame in range(frames):
+    for frame in range(len(s.frame_times)):
         frame_time = float(s.frame_times[frame])
-        while imu < len(s.imu_times) and s.imu_times[imu] <= frame_time + 1e-9:
-            pipeline.add_imu(s.imu_times[imu], s.angular_velocity[imu], s.linear_acceleration[imu])
-            imu += 1
+        imu = _add_imu_until(pipeline, s, imu, frame_time)
         if in_flight is not None and in_flight[0] <= frame:
             _deliver(pipeline, data, in_flight[1:], latencies)
             in_flight = None
         pipeline.begin_frame(frame, frame_time, s.rgb[frame])
         if not pipeline.outstanding:
-            decision = pipeline.decide()
-            if policy_name == 'accumo':
-                decision_times.append(decision.solve_time_s)
-            if decision.tasks:
-                for task in decision.tasks:
-                    counts[task] += 1
-                offloaded[frame] = decision.tasks[0] if len(decision.tasks) == 1 else 2
-                drop_rates.append(
-                    (
-                        frame,
-                        decision.estimates[DEPTH].drop_rate,
-                        decision.estimates[ODOMETRY].drop_rate,
-                    )
-                )
+            log.record_decision(frame, pipeline.decide(), timed=policy_name == 'accumo')
             if pipeline.outstanding:
-                latency_s = latency_model.draw(pipeline.outstanding, rng)
-                arrival = frame + max(1, math.ceil(latency_s * data.fps - 1e-9))
-                in_flight = (arrival, frame, pipeline.outstanding, latency_s)
-        choice = pipeline.select_depth()
-        sources[choice.source] += 1
-        if choice.source == TRACKER:
-            depth_error[frame] = pipeline.tracker_error(choice.base_frame)
-        else:
-            depth_error[frame] = data.lite_error[frame]
+                in_flight = _send_offload(
+                    pipeline.outstanding, frame, latency_model, rng, data.fps
+                )
+        log.record_depth(frame, pipeline.select_depth(), pipeline, data)
         pipeline.update_accuracy_models()
-        poses[frame] = pipeline.pose
-    t_err = kitti_errors(data.truth, poses, step=SEGMENT_STEP).t_err
-    times_ms = np.array(decision_times or [math.nan]) * 1e3
-    return RunResult(
-        data.name,
-        data.category,
-        scheduler,
-        weights,
-        float(depth_error.mean()),
-        float(t_err),
-        (counts[0], counts[1]),
-        sources,
-        float(np.nanpercentile(times_ms, 50)) if decision_times else math.nan,
-        float(np.nanpercentile(times_ms, 99)) if decision_times else math.nan,
-        depth_error.round(5).tolist(),
-        offloaded.tolist(),
-        drop_rates,
-        data.fps,
-    )
+        log.poses[frame] = pipeline.pose
+    return log.result(data, scheduler, weights)
 
 
 def _build_pipeline(
@@ -600,16 +664,105 @@ def _oracle_section(results: list[RunResult], ideal_name: str, title: str) -> li
     return lines
 
 
+_CATEGORY_ORDER = ['low_low', 'low_high', 'high_low', 'high_high']
+
+
+def _report_categories(results: list[RunResult]) -> list[str]:
+    """Return the categories in the results, in the dataset's order (unknown ones last)."""
+    return sorted(
+        {r.category for r in results},
+        key=lambda c: _CATEGORY_ORDER.index(c) if c in _CATEGORY_ORDER else 9,
+    )
+
+
+def _best_baseline_line(
+    results: list[RunResult],
+    means: dict[str, float],
+    weights: tuple[float, float],
+    categories: list[str],
+) -> list[str]:
+    """Compare AccuMO with the best static baseline at ``weights`` (Fig. 2.12's gain)."""
+    baselines = {k: v for k, v in means.items() if k in STATIC_BASELINES}
+    if not baselines or 'accumo' not in means:
+        return []
+    best = min(baselines, key=baselines.get)
+    best_runs = _pick(results, best, weights)
+    accumo_runs = _pick(results, 'accumo', weights)
+    best_total = _mean_by_category(best_runs, partial(overall, weights=weights), categories)
+    accumo_total = _mean_by_category(accumo_runs, partial(overall, weights=weights), categories)
+    gains = {c: (best_total[c] - accumo_total[c]) / best_total[c] * 100 for c in categories}
+    return [
+        '',
+        f'Best static baseline (mean overall): **{best}** {baselines[best]:.4f}; '
+        f'AccuMO {means["accumo"]:.4f}: '
+        f'**{(baselines[best] - means["accumo"]) / baselines[best] * 100:+.1f} %** '
+        '(per category: ' + ', '.join(f'{c} {g:+.1f} %' for c, g in gains.items()) + ').',
+    ]
+
+
+def _weight_section(
+    results: list[RunResult],
+    weights: tuple[float, float],
+    schedulers: list[str],
+    categories: list[str],
+) -> list[str]:
+    """Table 2.3 at one weight ratio: every scheduler per category, then the gain line."""
+    label = f'{weights[0]}:{weights[1]}'
+    lines = [f'## Weight {label} (depth:odometry), lower is better', '']
+    header = (
+        '| scheduler | '
+        + ' | '.join(f'{c} depth | {c} odom | {c} overall' for c in categories)
+        + ' | mean overall |'
+    )
+    lines += [header, '|' + '---|' * (2 + 3 * len(categories))]
+    means = {}
+    for scheduler in schedulers:
+        runs = _pick(results, scheduler, weights)
+        if not runs:
+            continue
+        depth = _mean_by_category(runs, lambda r: r.depth_abs_rel, categories)
+        odometry = _mean_by_category(runs, lambda r: r.odometry_t_err, categories)
+        total = _mean_by_category(runs, partial(overall, weights=weights), categories)
+        means[scheduler] = float(np.mean(list(total.values())))
+        cells = ' | '.join(
+            f'{depth[c]:.3f} | {odometry[c]:.3f} | {total[c]:.3f}' for c in categories
+        )
+        lines.append(f'| {scheduler} | {cells} | {means[scheduler]:.4f} |')
+    lines += _best_baseline_line(results, means, weights, categories)
+    lines.append('')
+    return lines
+
+
+def _ablation_section(results: list[RunResult]) -> list[str]:
+    """Table 2.4: depth AbsRel of RR, RR + LA, AccuMO without and with LA at 1:1."""
+    lines = ['## Ablation (Table 2.4): depth AbsRel over all sequences, weight 1:1', '']
+    lines += ['| scheduler | AbsRel | improvement over RR |', '|---|---|---|']
+    rr = [r.depth_abs_rel for r in _pick(results, 'rr', None)]
+    for scheduler in ('rr', 'rr+la', 'accumo-no-la', 'accumo'):
+        runs = _pick(results, scheduler, (1, 1))
+        if runs and rr:
+            value = float(np.mean([r.depth_abs_rel for r in runs]))
+            gain = (np.mean(rr) - value) / np.mean(rr) * 100
+            lines.append(f'| {scheduler} | {value:.4f} | {gain:+.1f} % |')
+    return lines
+
+
+def _decision_time_line(results: list[RunResult]) -> list[str]:
+    """Summarise the MPC decision times (none without an AccuMO run)."""
+    times = [r.decision_ms_p99 for r in results if not math.isnan(r.decision_ms_p99)]
+    medians = [r.decision_ms_p50 for r in results if not math.isnan(r.decision_ms_p50)]
+    if not times:
+        return []
+    return [
+        '',
+        f'MPC decision time (Python, per run): p50 median {np.median(medians):.3f} ms, '
+        f'p99 worst {max(times):.3f} ms, p99 median {np.median(times):.3f} ms.',
+    ]
+
+
 def report(results: list[RunResult], setup: dict) -> str:
     """Markdown tables: Table 2.3 (1:1), Fig. 2.12 gains, Table 2.4, oracle, MPC times."""
-    categories = sorted(
-        {r.category for r in results},
-        key=lambda c: (
-            ['low_low', 'low_high', 'high_low', 'high_high'].index(c)
-            if c in ['low_low', 'low_high', 'high_low', 'high_high']
-            else 9
-        ),
-    )
+    categories = _report_categories(results)
     schedulers = list(dict.fromkeys(r.scheduler for r in results))
     lines = ['# AccuMO evaluation (fast mode)', '']
     lines += [f'* {key}: {value}' for key, value in setup.items()]
@@ -619,71 +772,14 @@ def report(results: list[RunResult], setup: dict) -> str:
             r.scheduler in WEIGHTED for r in results
         ):
             continue
-        label = f'{weights[0]}:{weights[1]}'
-        lines += [f'## Weight {label} (depth:odometry), lower is better', '']
-        header = (
-            '| scheduler | '
-            + ' | '.join(f'{c} depth | {c} odom | {c} overall' for c in categories)
-            + ' | mean overall |'
-        )
-        lines += [header, '|' + '---|' * (2 + 3 * len(categories))]
-        means = {}
-        for scheduler in schedulers:
-            runs = _pick(results, scheduler, weights)
-            if not runs:
-                continue
-            depth = _mean_by_category(runs, lambda r: r.depth_abs_rel, categories)
-            odometry = _mean_by_category(runs, lambda r: r.odometry_t_err, categories)
-            total = _mean_by_category(runs, partial(overall, weights=weights), categories)
-            means[scheduler] = float(np.mean(list(total.values())))
-            cells = ' | '.join(
-                f'{depth[c]:.3f} | {odometry[c]:.3f} | {total[c]:.3f}' for c in categories
-            )
-            lines.append(f'| {scheduler} | {cells} | {means[scheduler]:.4f} |')
-        baselines = {k: v for k, v in means.items() if k in STATIC_BASELINES}
-        if baselines and 'accumo' in means:
-            best = min(baselines, key=baselines.get)
-            best_runs = _pick(results, best, weights)
-            accumo_runs = _pick(results, 'accumo', weights)
-            best_total = _mean_by_category(
-                best_runs, partial(overall, weights=weights), categories
-            )
-            accumo_total = _mean_by_category(
-                accumo_runs, partial(overall, weights=weights), categories
-            )
-            gains = {
-                c: (best_total[c] - accumo_total[c]) / best_total[c] * 100 for c in categories
-            }
-            lines += [
-                '',
-                f'Best static baseline (mean overall): **{best}** {baselines[best]:.4f}; '
-                f'AccuMO {means["accumo"]:.4f}: '
-                f'**{(baselines[best] - means["accumo"]) / baselines[best] * 100:+.1f} %** '
-                '(per category: ' + ', '.join(f'{c} {g:+.1f} %' for c, g in gains.items()) + ').',
-            ]
-        lines.append('')
-    lines += ['## Ablation (Table 2.4): depth AbsRel over all sequences, weight 1:1', '']
-    lines += ['| scheduler | AbsRel | improvement over RR |', '|---|---|---|']
-    rr = [r.depth_abs_rel for r in _pick(results, 'rr', None)]
-    for scheduler in ('rr', 'rr+la', 'accumo-no-la', 'accumo'):
-        runs = _pick(results, scheduler, (1, 1))
-        if runs and rr:
-            value = float(np.mean([r.depth_abs_rel for r in runs]))
-            gain = (np.mean(rr) - value) / np.mean(rr) * 100
-            lines.append(f'| {scheduler} | {value:.4f} | {gain:+.1f} % |')
+        lines += _weight_section(results, weights, schedulers, categories)
+    lines += _ablation_section(results)
     for ideal_name, title in (
         ('accumo-oracle', 'the oracle (true drops where the models measure, as the dissertation)'),
         ('accumo-clairvoyant', 'the clairvoyant oracle (true drops of the current frame)'),
     ):
         lines += _oracle_section(results, ideal_name, title)
-    times = [r.decision_ms_p99 for r in results if not math.isnan(r.decision_ms_p99)]
-    medians = [r.decision_ms_p50 for r in results if not math.isnan(r.decision_ms_p50)]
-    if times:
-        lines += [
-            '',
-            f'MPC decision time (Python, per run): p50 median {np.median(medians):.3f} ms, '
-            f'p99 worst {max(times):.3f} ms, p99 median {np.median(times):.3f} ms.',
-        ]
+    lines += _decision_time_line(results)
     return '\n'.join(lines) + '\n'
 
 

@@ -31,15 +31,18 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
 import rclpy
 from nav_msgs.msg import Odometry
+from rclpy.executors import Executor
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import Image
@@ -59,6 +62,7 @@ from edge_offload.graph_wait import spin_until, wait_for_bridge_connection
 from edge_offload.image_convert import imgmsg_to_cv2
 from edge_offload.link_emulator import LinkEmulator, LinkEmulatorConfig
 from edge_offload.node_processes import (
+    LoopbackKeys,
     ProcessGroup,
     edge_server_node_command,
     free_tcp_port,
@@ -222,13 +226,10 @@ def adaptation_time(
     return result
 
 
-def run(setup: E2eSetup, workdir: Path) -> tuple[E2eRecord, LoadedSequence, str]:
-    """Start the graph, replay the bag, halve the bandwidth; return what was recorded."""
-    sequence = read_sequence_bag(setup.sequence, max_frames=setup.frames)
-    keys = loopback_keys(workdir / 'keys')
-    server_port = free_tcp_port()
+def _link_emulator(setup: E2eSetup, server_port: int) -> LinkEmulator:
+    """Return the (not yet started) emulated link to the server, at the set-up's rate."""
     rate_bps = setup.link_mbps * 1e6
-    emulator = LinkEmulator(
+    return LinkEmulator(
         LinkEmulatorConfig.from_rtt(
             '127.0.0.1',
             server_port,
@@ -237,6 +238,95 @@ def run(setup: E2eSetup, workdir: Path) -> tuple[E2eRecord, LoadedSequence, str]
             downlink_bps=rate_bps,
         )
     )
+
+
+def _start_offload_graph(
+    setup: E2eSetup,
+    processes: ProcessGroup,
+    emulator: LinkEmulator,
+    keys: LoopbackKeys,
+    server_port: int,
+    executor: Executor,
+    node: Node,
+) -> subprocess.Popen:
+    """Start the edge server, the link, the bridge and the scheduler; return the scheduler.
+
+    Returns once the bridge is connected through the link and the scheduler publishes
+    decisions (RuntimeError with the process's output if either never happens).
+    """
+    processes.start(edge_server_node_command(server_port, keys, MODELS), name='edge_server')
+    emulator.start()
+    bridge = processes.start(
+        offload_bridge_node_command(
+            emulator.port, keys, MODELS, mode='nnto', fallback_to_local=False
+        ),
+        name='offload_bridge',
+    )
+    weights = {'depth_weight': setup.weights[0], 'odometry_weight': setup.weights[1]}
+    scheduler = processes.start(
+        node_command(
+            'accumo_ros.scheduler_node',
+            policy=setup.policy,
+            fps=setup.replay_fps,
+            reliable_sensor_qos=True,
+            frame_queue_size=4,
+            **weights,
+        ),
+        name='accumo_scheduler',
+    )
+    if not wait_for_bridge_connection(executor, node, timeout_s=120.0):
+        raise RuntimeError('the bridge never connected:\n' + processes.output(bridge))
+    if not spin_until(
+        executor, lambda: node.count_publishers('accumo/decision') > 0, timeout_s=60.0
+    ):
+        raise RuntimeError('no scheduler:\n' + processes.output(scheduler))
+    return scheduler
+
+
+def _start_sensor_source(setup: E2eSetup, processes: ProcessGroup) -> None:
+    """Start playing the bag into the graph at the replay rate."""
+    processes.start(
+        node_command(
+            'people_following.sensor_source_node',
+            source='bag',
+            uri=str(setup.sequence),
+            bag_image_topic=IMAGE_TOPIC,
+            bag_camera_info_topic=CAMERA_INFO_TOPIC,
+            bag_imu_topic=IMU_TOPIC,
+            rate_mode='fixed',
+            rate_hz=setup.replay_fps,
+            max_frames=setup.frames,
+            wait_for_subscribers=1,
+            reliable_sensor_qos=True,
+        ),
+        name='sensor_source',
+    )
+
+
+def _replay_step(
+    setup: E2eSetup, recorder: _Recorder, emulator: LinkEmulator
+) -> Callable[[], bool]:
+    """Return the spin predicate of the replay: halves the link when due, True when done."""
+    rate_bps = setup.link_mbps * 1e6
+
+    def step() -> bool:
+        record = recorder.record
+        if setup.halve_at_s > 0 and record.halved_at is None:
+            if recorder.start is not None and recorder.now() >= setup.halve_at_s:
+                emulator.set_uplink(rate_bps / 2)
+                emulator.set_downlink(rate_bps / 2)
+                record.halved_at = recorder.now()
+        return len(record.decisions) >= setup.frames
+
+    return step
+
+
+def run(setup: E2eSetup, workdir: Path) -> tuple[E2eRecord, LoadedSequence, str]:
+    """Start the graph, replay the bag, halve the bandwidth; return what was recorded."""
+    sequence = read_sequence_bag(setup.sequence, max_frames=setup.frames)
+    keys = loopback_keys(workdir / 'keys')
+    server_port = free_tcp_port()
+    emulator = _link_emulator(setup, server_port)
     processes = ProcessGroup(workdir)
     rclpy.init()
     node = Node('accumo_e2e_recorder')
@@ -245,60 +335,14 @@ def run(setup: E2eSetup, workdir: Path) -> tuple[E2eRecord, LoadedSequence, str]
     recorder = _Recorder(node, sequence)
     logs = ''
     try:
-        processes.start(edge_server_node_command(server_port, keys, MODELS), name='edge_server')
-        emulator.start()
-        bridge = processes.start(
-            offload_bridge_node_command(
-                emulator.port, keys, MODELS, mode='nnto', fallback_to_local=False
-            ),
-            name='offload_bridge',
+        scheduler = _start_offload_graph(
+            setup, processes, emulator, keys, server_port, executor, node
         )
-        weights = {'depth_weight': setup.weights[0], 'odometry_weight': setup.weights[1]}
-        scheduler = processes.start(
-            node_command(
-                'accumo_ros.scheduler_node',
-                policy=setup.policy,
-                fps=setup.replay_fps,
-                reliable_sensor_qos=True,
-                frame_queue_size=4,
-                **weights,
-            ),
-            name='accumo_scheduler',
-        )
-        if not wait_for_bridge_connection(executor, node, timeout_s=120.0):
-            raise RuntimeError('the bridge never connected:\n' + processes.output(bridge))
-        if not spin_until(
-            executor, lambda: node.count_publishers('accumo/decision') > 0, timeout_s=60.0
-        ):
-            raise RuntimeError('no scheduler:\n' + processes.output(scheduler))
-        processes.start(
-            node_command(
-                'people_following.sensor_source_node',
-                source='bag',
-                uri=str(setup.sequence),
-                bag_image_topic=IMAGE_TOPIC,
-                bag_camera_info_topic=CAMERA_INFO_TOPIC,
-                bag_imu_topic=IMU_TOPIC,
-                rate_mode='fixed',
-                rate_hz=setup.replay_fps,
-                max_frames=setup.frames,
-                wait_for_subscribers=1,
-                reliable_sensor_qos=True,
-            ),
-            name='sensor_source',
-        )
-
-        def step() -> bool:
-            record = recorder.record
-            if setup.halve_at_s > 0 and record.halved_at is None:
-                if recorder.start is not None and recorder.now() >= setup.halve_at_s:
-                    emulator.set_uplink(rate_bps / 2)
-                    emulator.set_downlink(rate_bps / 2)
-                    record.halved_at = recorder.now()
-            return len(record.decisions) >= setup.frames
-
+        _start_sensor_source(setup, processes)
         budget_s = 120.0 + 3.0 * setup.frames / setup.replay_fps
-        finished = spin_until(executor, step, timeout_s=budget_s)
+        finished = spin_until(
+            executor, _replay_step(setup, recorder, emulator), timeout_s=budget_s
+        )
         # The last depth maps and poses are on their way.
         spin_until(executor, lambda: False, timeout_s=2.0)
         logs = processes.output(scheduler)
