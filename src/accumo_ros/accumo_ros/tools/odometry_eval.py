@@ -540,6 +540,31 @@ def _accuracy_table(
     return rows, means
 
 
+def _fit_figures(
+    model: OdometryAccuracyModel,
+    train: tuple[np.ndarray, np.ndarray],
+    heldout: tuple[np.ndarray, np.ndarray],
+) -> tuple[dict, dict]:
+    """Return how the model's bound holds on the train windows and on the held-out ones."""
+    speeds, drops = train
+    test_speeds, test_drops = heldout
+    bound = model.drop_bound(test_speeds)
+    check = {
+        'windows': int(test_drops.size),
+        'pearson_bound_vs_drop': _correlation(pearsonr, bound, test_drops),
+        'spearman_speed_vs_drop': _correlation(spearmanr, test_speeds, test_drops),
+        'share_under_bound': float(np.mean(test_drops <= bound)),
+        'mean_drop': float(np.mean(test_drops)),
+        'share_positive_drop': float(np.mean(test_drops > 0.0)),
+    }
+    fit = {
+        'windows': int(drops.size),
+        'mean_drop': float(np.mean(drops)),
+        'share_under_bound': float(np.mean(drops <= model.drop_bound(speeds))),
+    }
+    return fit, check
+
+
 def _fit_model(
     args: argparse.Namespace,
     depth_of: Callable,
@@ -575,20 +600,7 @@ def _fit_model(
     test_speeds, test_drops, test_names = _collect_drops(
         heldout, depth_of, args.latency, keyframes, args
     )
-    bound = model.drop_bound(test_speeds)
-    check = {
-        'windows': int(test_drops.size),
-        'pearson_bound_vs_drop': _correlation(pearsonr, bound, test_drops),
-        'spearman_speed_vs_drop': _correlation(spearmanr, test_speeds, test_drops),
-        'share_under_bound': float(np.mean(test_drops <= bound)),
-        'mean_drop': float(np.mean(test_drops)),
-        'share_positive_drop': float(np.mean(test_drops > 0.0)),
-    }
-    fit = {
-        'windows': int(drops.size),
-        'mean_drop': float(np.mean(drops)),
-        'share_under_bound': float(np.mean(drops <= model.drop_bound(speeds))),
-    }
+    fit, check = _fit_figures(model, (speeds, drops), (test_speeds, test_drops))
     print(
         f'fit on {fit["windows"]} train windows: drop <= {intercept:+.5f} {slope:+.5f} * '
         f'omega (rad/s) at q={args.quantile}; under the bound: '
