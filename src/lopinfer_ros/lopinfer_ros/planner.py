@@ -34,15 +34,15 @@ server gathers and finishes, or both keep a share paying a message latency per r
 halo operator), pruned when a fluid lower bound exceeds the best baseline's makespan;
 one beam slot always follows the seed.
 
-Phase II (:meth:`_Search.lns`): anchors are decision nodes on the critical path, with
-the least slack, or next to the costliest transfers; a move revokes a neighbourhood of
-4-24 decision nodes around one (or snapped to *segment boundaries*: topological cuts no
-tensor larger than the input crosses) and repairs it: a random candidate for one node,
-one cut fraction and replication for the window, a shift, more or less replication, or
-a *segment*: a new cut at the window's end with every node before it widened (backward
-footprint closure, spec 2.4) so that each side computes its share of the window without
-transfers. Accepted only if strictly better (makespan; ties: fewer bytes, then less
-compute).
+Phase II (:meth:`_Search.lns`; the moves in :mod:`lopinfer_ros.neighbourhood`): anchors
+are decision nodes on the critical path, with the least slack, or next to the costliest
+transfers; a move revokes a neighbourhood of 4-24 decision nodes around one (or snapped to
+*segment boundaries*: topological cuts no tensor larger than the input crosses) and
+repairs it: a random candidate for one node, one cut fraction and replication for the
+window, a shift, more or less replication, or a *segment*: a new cut at the window's end
+with every node before it widened (backward footprint closure, spec 2.4) so that each
+side computes its share of the window without transfers. Accepted only if strictly
+better (makespan; ties: fewer bytes, then less compute).
 
 Determinism: Phase II stops on iteration counts (``max_iterations``, or
 ``max_non_improving`` rejections in a row), not on the clock, so the same problem, link
@@ -61,6 +61,7 @@ import time
 from dataclasses import dataclass, field
 
 from lopinfer_ros.baselines import LOPINFER, better, plan_baselines, sim_key
+from lopinfer_ros.neighbourhood import Neighbourhoods
 from lopinfer_ros.problem import LinkModel, Plan, PlanProblem
 from lopinfer_ros.simulator import (
     Compiled,
@@ -128,44 +129,24 @@ def loss(
     c = compile_problem(problem)
     if baselines is None:
         baselines = plan_baselines(problem, link)
-    for plan in baselines.values():
-        check_plan(problem, plan)
-    base_sims = {name: _simulate_fast(c, p.m, p.r, link) for name, p in baselines.items()}
-    best_name = min(base_sims, key=lambda name: sim_key(base_sims[name]))
-    for name in base_sims:  # deterministic winner among exact ties
-        if better(base_sims[name], base_sims[best_name]):
-            best_name = name
+    base_sims, best_name = _score_baselines(problem, c, link, baselines)
     seed_plan = baselines[best_name]
     t_base = time.perf_counter()
 
     rng = random.Random(seed)  # noqa: S311 - a seeded search, not cryptography
     search = _Search(c, link, transmission_pruning, rng)
-    ub = base_sims[best_name].makespan_s
-    beam_plans = search.beam(seed_plan, beam_width, ub)
+    beam_plans = search.beam(seed_plan, beam_width, base_sims[best_name].makespan_s)
     t_beam = time.perf_counter()
 
     # Phase II starts from the best feasible plan: the beam's or a baseline's.
-    start: tuple[list[int], list[int]] | None = None
-    start_sim: SimResult | None = None
-    for m, r in beam_plans + [(list(p.m), list(p.r)) for p in baselines.values()]:
-        sim = _simulate_fast(c, m, r, link)
-        if transmission_pruning and sim.expansive_transfer:
-            continue
-        if start_sim is None or better(sim, start_sim):
-            start, start_sim = (m, r), sim
-    search_plan = search_sim = None
-    iterations = accepted = 0
-    if start is not None and start_sim is not None:
-        m, r, search_sim, iterations, accepted = search.lns(
-            start[0],
-            start[1],
-            start_sim,
-            deadline=math.inf if time_budget_s is None else time.perf_counter() + time_budget_s,
-            max_non_improving=max_non_improving,
-            max_iterations=max_iterations,
-            neighbourhood=neighbourhood,
-        )
-        search_plan = Plan(tuple(m), tuple(r))
+    search_plan, search_sim, iterations, accepted = _phase_two(
+        search,
+        beam_plans + [(list(p.m), list(p.r)) for p in baselines.values()],
+        time_budget_s=time_budget_s,
+        max_non_improving=max_non_improving,
+        max_iterations=max_iterations,
+        neighbourhood=neighbourhood,
+    )
     t_lns = time.perf_counter()
 
     # Algorithm 1, line 11: the best of the search and the baselines.
@@ -180,10 +161,8 @@ def loss(
         'lns_iterations': iterations,
         'lns_accepted': accepted,
         'beam_plans': len(beam_plans),
-        'lns_simulations': search.simulations,
-        'decision_nodes': len(search.decisions),
+        **search.stats(),
     }
-    stats.update({f'accepted_{kind}': count for kind, count in search.accepted_moves.items()})
     return PlannedResult(
         plan=plan,
         sim=sim,
@@ -194,6 +173,64 @@ def loss(
         search_sim=search_sim,
         stats=stats,
     )
+
+
+def _score_baselines(
+    problem: PlanProblem, c: Compiled, link: LinkModel, baselines: dict[str, Plan]
+) -> tuple[dict[str, SimResult], str]:
+    """Simulate the baseline plans; return their results and the name of the best one."""
+    for plan in baselines.values():
+        check_plan(problem, plan)
+    base_sims = {name: _simulate_fast(c, p.m, p.r, link) for name, p in baselines.items()}
+    best_name = min(base_sims, key=lambda name: sim_key(base_sims[name]))
+    for name in base_sims:  # deterministic winner among exact ties
+        if better(base_sims[name], base_sims[best_name]):
+            best_name = name
+    return base_sims, best_name
+
+
+def _best_start(
+    c: Compiled, link: LinkModel, plans: list[tuple[list[int], list[int]]], pruning: bool
+) -> tuple[list[int], list[int], SimResult] | None:
+    """Return the best of ``plans`` allowed under ``pruning``, with its simulation (or None)."""
+    best: tuple[list[int], list[int], SimResult] | None = None
+    for m, r in plans:
+        sim = _simulate_fast(c, m, r, link)
+        if pruning and sim.expansive_transfer:
+            continue
+        if best is None or better(sim, best[2]):
+            best = (m, r, sim)
+    return best
+
+
+def _phase_two(
+    search: _Search,
+    starts: list[tuple[list[int], list[int]]],
+    *,
+    time_budget_s: float | None,
+    max_non_improving: int,
+    max_iterations: int,
+    neighbourhood: tuple[int, int],
+) -> tuple[Plan | None, SimResult | None, int, int]:
+    """Run Phase II from the best feasible plan of ``starts``.
+
+    Returns the plan it ends with, its simulation, and the LNS iterations and accepted
+    moves; ``(None, None, 0, 0)`` when no start is feasible.
+    """
+    start = _best_start(search.c, search.link, starts, search.pruning)
+    if start is None:
+        return None, None, 0, 0
+    m, r, sim = start
+    m, r, sim, iterations, accepted = search.lns(
+        m,
+        r,
+        sim,
+        deadline=math.inf if time_budget_s is None else time.perf_counter() + time_budget_s,
+        max_non_improving=max_non_improving,
+        max_iterations=max_iterations,
+        neighbourhood=neighbourhood,
+    )
+    return Plan(tuple(m), tuple(r)), sim, iterations, accepted
 
 
 def _signature(s: PrefixSim) -> tuple:
@@ -220,33 +257,8 @@ class _Search:
         self.accepted_moves: dict[str, int] = {}
         self.derived = [self._is_derived(v) for v in range(c.n)]
         self.decisions = [v for v in range(c.n) if not c.is_input[v] and not self.derived[v]]
-        self.position = {v: i for i, v in enumerate(self.decisions)}
-        self._prepare_boundaries()
         self._prepare_estimates()
-
-    def _prepare_boundaries(self) -> None:
-        """Find where a segment of split nodes may begin and end.
-
-        Only the tensors crossing a segment's ends move between the sides, so good ends are
-        topological cuts crossed by no tensor larger than the model input (the only legal
-        ones under constraint 5). ``entries``: decision nodes a segment may start at;
-        ``exits``: decision nodes it may end at.
-        """
-        c = self.c
-        n = c.n
-        delta = [0] * (n + 2)
-        for u in range(n):
-            last = c.last_consumer[u]
-            if last > u and c.expansive[u]:
-                delta[u + 1] += 1
-                delta[last + 1] -= 1
-        crossing = [0] * (n + 1)  # expansive tensors crossing the cut before node k
-        count = 0
-        for k in range(n + 1):
-            count += delta[k]
-            crossing[k] = count
-        self.entries = [v for v in self.decisions if crossing[v] == 0]
-        self.exits = [v for v in self.decisions if crossing[v + 1] == 0]
+        self.moves = Neighbourhoods(c, rng, self.decisions, self.derived, self.candidates)
 
     def _prepare_estimates(self) -> None:
         """Precompute the bandwidth-dependent tables of :meth:`_estimate`."""
@@ -496,6 +508,12 @@ class _Search:
 
     # -- Phase II: large neighbourhood search --------------------------------------------
 
+    def stats(self) -> dict[str, int]:
+        """Return the search's counters for :attr:`PlannedResult.stats`."""
+        stats = {'lns_simulations': self.simulations, 'decision_nodes': len(self.decisions)}
+        stats.update({f'accepted_{kind}': count for kind, count in self.accepted_moves.items()})
+        return stats
+
     def _simulate(self, m: list[int], r: list[int]) -> SimResult:
         self.simulations += 1
         return _simulate_fast(self.c, m, r, self.link)
@@ -552,154 +570,6 @@ class _Search:
                         heavy.append(d)
         return critical, heavy
 
-    def _window(self, anchor: int, size: int, backward: bool) -> list[int]:
-        """Return about ``size`` decision nodes around ``anchor`` (ending there if backward).
-
-        Half of the time the window is snapped to segment boundaries instead: it ends at
-        the first exit at or after the anchor and starts at one of the few entries before.
-        """
-        if self.rng.random() < 0.5 and self.exits and self.entries:
-            j = bisect.bisect_left(self.exits, anchor)
-            last = self.exits[min(j, len(self.exits) - 1)]
-            k = bisect.bisect_right(self.entries, last)
-            if k:
-                back = min(k, 1 + int(self.rng.expovariate(0.25)))
-                first = self.entries[k - back]
-                lo, hi = self.position[first], self.position[last]
-                return self.decisions[lo : hi + 1]
-        i = self.position[anchor]
-        if backward:
-            return self.decisions[max(0, i - size + 1) : i + 1]
-        lo = max(0, i - size // 2)
-        return self.decisions[lo : lo + size]
-
-    def _move(
-        self, m: list[int], r: list[int], anchor: int, lo_size: int, hi_size: int
-    ) -> tuple[str, set[int]]:
-        """Apply one random neighbourhood repair around ``anchor`` in place.
-
-        Returns the kind of move and the nodes it changed.
-        """
-        c = self.c
-        rng = self.rng
-        size = rng.randint(lo_size, hi_size)
-        kind = rng.choices(
-            ('single', 'uniform', 'closure', 'segment', 'shift', 'replicate'),
-            weights=(3, 3, 2, 3, 2, 2),
-        )[0]
-        changed: set[int] = set()
-
-        def assign(v: int, mv: int, rv: int) -> None:
-            w = c.width[v]
-            mv = min(max(mv, 0), w)
-            rv = min(max(rv, 0), mv)
-            if (mv, rv) != (m[v], r[v]):
-                m[v], r[v] = mv, rv
-                changed.add(v)
-
-        if kind == 'single' or c.is_atomic[anchor] and kind != 'uniform':
-            hold = [(m[u], r[u]) for u, _, _ in c.in_edges[anchor]]
-            options = [mr for mr in self.candidates(anchor, hold) if mr != (m[anchor], r[anchor])]
-            if options:
-                assign(anchor, *rng.choice(options))
-            return 'single', changed
-        window = self._window(anchor, size, backward=kind in ('closure', 'segment'))
-        if kind == 'uniform':
-            w = c.width[anchor]
-            f0 = (m[anchor] + r[anchor]) / (2 * w)
-            f = rng.choice(
-                (
-                    0.0,
-                    1.0,
-                    0.25,
-                    0.5,
-                    0.75,
-                    f0 + 0.125,
-                    f0 - 0.125,
-                    f0 + 0.0625,
-                    f0 - 0.0625,
-                    rng.random(),
-                )
-            )
-            f = min(1.0, max(0.0, f))
-            k = rng.choice((0, 0, 1, 2))
-            for v in window:
-                if c.is_atomic[v]:
-                    if f in (0.0, 1.0):
-                        assign(v, int(f), int(f))
-                    continue
-                cut = round(f * c.width[v])
-                assign(v, cut + k * c.halo[v], cut - k * c.halo[v])
-        elif kind == 'shift':
-            delta = rng.choice((-0.125, -0.0625, -0.03125, 0.03125, 0.0625, 0.125))
-            for v in window:
-                if not c.is_atomic[v]:
-                    step = round(delta * c.width[v]) or (1 if delta > 0 else -1)
-                    assign(v, m[v] + step, r[v] + step)
-        elif kind == 'replicate':
-            k = rng.choice((0, 1, 2, 4))
-            for v in window:
-                if not c.is_atomic[v]:
-                    cut = (m[v] + r[v]) // 2
-                    assign(v, cut + k * c.halo[v], cut - k * c.halo[v])
-        elif kind == 'segment':
-            # A new cut at the window's end, and the nodes before it widened so that each
-            # side computes its part of the whole window without transfers (only the
-            # window's entry and exit cross the link).
-            end = window[-1]
-            w = c.width[end]
-            f0 = (m[end] + r[end]) / (2 * w)
-            f = rng.choice((0.25, 0.5, 0.75, f0 + 0.125, f0 - 0.125, rng.random()))
-            cut = round(min(1.0, max(0.0, f)) * w)
-            if not c.is_atomic[end]:
-                assign(end, cut, cut)
-            changed |= self._closure(m, r, window)
-        else:
-            changed |= self._closure(m, r, window)
-        return kind, changed
-
-    def _closure(self, m: list[int], r: list[int], window: list[int]) -> set[int]:
-        """Make the window free of internal transfers by widening producers' ranges.
-
-        Walks back from the window's last node: each node's robot range grows to what its
-        robot-side consumers need and its server range to what theirs need (the cross-layer
-        halo of spec 2.4); element-wise nodes pass the needs through to their inputs.
-        """
-        c = self.c
-        if not window:
-            return set()
-        first, last = window[0], window[-1]
-        need_m: dict[int, int] = {}
-        need_r: dict[int, int] = {}
-        changed: set[int] = set()
-        for v in range(last, first - 1, -1):
-            if c.is_input[v] or c.is_atomic[v] and v != last:
-                break
-            w = c.width[v]
-            if v == last:
-                mv, rv = m[v], r[v]
-            else:
-                mv = need_m.get(v, 0)
-                rv = need_r.get(v, w)
-                # Consumers outside the window keep what they have now.
-                for x, lo, hi in c.out_edges[v]:
-                    if x > last:
-                        if m[x]:
-                            mv = max(mv, hi[m[x] - 1])
-                        if r[x] < c.width[x]:
-                            rv = min(rv, lo[r[x]])
-                if rv > mv:
-                    mv = rv = (mv + rv) // 2
-                if not self.derived[v] and (mv, rv) != (m[v], r[v]):
-                    m[v], r[v] = mv, rv
-                    changed.add(v)
-            for u, lo, hi in c.in_edges[v]:
-                if mv:
-                    need_m[u] = max(need_m.get(u, 0), hi[mv - 1])
-                if rv < w:
-                    need_r[u] = min(need_r.get(u, c.width[u]), lo[rv])
-        return changed
-
     def lns(
         self,
         m: list[int],
@@ -737,7 +607,7 @@ class _Search:
                 pool = self.decisions
             anchor = self.rng.choice(pool)
             cand_m, cand_r = list(m), list(r)
-            kind, changed = self._move(cand_m, cand_r, anchor, lo_size, hi_size)
+            kind, changed = self.moves.move(cand_m, cand_r, anchor, lo_size, hi_size)
             if not changed:
                 non_improving += 1
                 continue

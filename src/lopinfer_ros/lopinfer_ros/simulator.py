@@ -17,7 +17,7 @@ Model (the semantics the runtime follows, see ``lopinfer_ros.problem``):
   needs all of itself on M. Since ``r <= m`` the sender always holds those columns.
 * The makespan (latency) is when the last output is whole on M.
 
-:func:`simulate` is the reference: exact, and fast enough for local search (one pass over
+:func:`simulate` is the reference: exact, and fast enough for local search (two passes over
 the nodes, per-problem tables precomputed once and cached). :class:`PrefixSim` is the
 incremental form for the beam search: it simulates a prefix of decided nodes and can be
 extended node by node and copied cheaply. It cannot be exact, because the message of a
@@ -262,53 +262,29 @@ def _link_params(link: LinkModel) -> tuple[float, float, float]:
     return per_msg, per_byte, float(link.latency_s)
 
 
-def _simulate_fast(
-    c: Compiled, m: tuple[int, ...] | list[int], r: tuple[int, ...] | list[int], link: LinkModel
-) -> SimResult:
-    """Exact one-pass simulation without a timeline (the hot path of the planner).
+# A node's messages as :func:`_message_ranges` finds them: (up_lo, up_to, down_hi, down_to),
+# where up_to / down_to list the consumers that wait for each (None: no consumer).
+_Needs = tuple[int, list[int] | None, int, list[int] | None]
+# An event of the timeline: ('compute', node, side) or ('message', producer, direction).
+_Event = tuple[str, int, str]
+
+
+def _message_ranges(
+    c: Compiled, m: tuple[int, ...] | list[int], r: tuple[int, ...] | list[int]
+) -> list[_Needs | None]:
+    """Return per node the columns its messages carry and the consumers that wait for them.
 
     A message is one contiguous range that starts (up) or ends (down) at the receiver's own
     boundary, as the runtime sends it (``lopinfer_ros.schedule``): up carries
-    ``[min need, r_u)``, down ``[m_u, max need)``.
+    ``[up_lo, r_v)`` (``up_lo``: the least any server consumer needs) to the server slices
+    of ``up_to``, down ``[m_v, down_hi)`` to the robot slices of ``down_to``; an output goes
+    down whole. ``None`` for a node that is no output and sends nothing. This depends on
+    the plan only, not on any time, so the simulators find it in a pass before the timed one.
     """
-    n = c.n
     width = c.width
-    out_edges = c.out_edges
-    cost_m = c.cost_m
-    cost_r = c.cost_r
-    col_bytes = c.col_bytes
     is_output = c.is_output
-    expansive = c.expansive
-    msg_s, byte_s, lat = _link_params(link)
-    ready_m = [0.0] * n
-    ready_r = [0.0] * n
-    tm = tr = up_free = down_free = 0.0
-    bytes_up = bytes_down = messages = 0
-    compute = 0.0
-    makespan = 0.0
-    exp_transfer = False
-    for v in range(n):
-        mv = m[v]
-        rv = r[v]
-        wv = width[v]
-        em = er = 0.0
-        if mv:
-            s = ready_m[v]
-            if tm > s:
-                s = tm
-            d = cost_m[v][mv]
-            compute += d
-            tm = em = s + d
-        if rv < wv:
-            s = ready_r[v]
-            if tr > s:
-                s = tr
-            d = cost_r[v][wv - rv]
-            compute += d
-            tr = er = s + d
-        edges = out_edges[v]
-        if not edges and not is_output[v]:
-            continue
+    ranges: list[_Needs | None] = [None] * c.n
+    for v, edges, mv, rv in zip(range(c.n), c.out_edges, m, r, strict=True):
         up_lo = rv
         down_hi = mv
         up_to = down_to = None
@@ -334,6 +310,51 @@ def _simulate_fast(
                         up_to = [w]
                     else:
                         up_to.append(w)
+        if is_output[v]:
+            ranges[v] = (up_lo, up_to, width[v], down_to)
+        elif up_to is not None or down_hi > mv:
+            ranges[v] = (up_lo, up_to, down_hi, down_to)
+    return ranges
+
+
+def _simulate_fast(
+    c: Compiled, m: tuple[int, ...] | list[int], r: tuple[int, ...] | list[int], link: LinkModel
+) -> SimResult:
+    """Exact simulation without a timeline (the hot path of the planner).
+
+    Two passes: what each message carries (:func:`_message_ranges`), then when each slice
+    and message runs, node by node.
+    """
+    n = c.n
+    cost_m = c.cost_m
+    cost_r = c.cost_r
+    col_bytes = c.col_bytes
+    is_output = c.is_output
+    expansive = c.expansive
+    msg_s, byte_s, lat = _link_params(link)
+    ranges = _message_ranges(c, m, r)
+    ready_m = [0.0] * n
+    ready_r = [0.0] * n
+    tm = tr = up_free = down_free = 0.0
+    bytes_up = bytes_down = messages = 0
+    compute = 0.0
+    makespan = 0.0
+    exp_transfer = False
+    for v, mv, rv, wv, needs in zip(range(n), m, r, c.width, ranges, strict=True):
+        em = er = 0.0
+        if mv:
+            s = tm if tm > ready_m[v] else ready_m[v]
+            d = cost_m[v][mv]
+            compute += d
+            tm = em = s + d
+        if rv < wv:
+            s = tr if tr > ready_r[v] else ready_r[v]
+            d = cost_r[v][wv - rv]
+            compute += d
+            tr = er = s + d
+        if needs is None:
+            continue
+        up_lo, up_to, down_hi, down_to = needs
         if up_to is not None:
             nb = (rv - up_lo) * col_bytes[v]
             if expansive[v]:
@@ -346,12 +367,10 @@ def _simulate_fast(
             for w in up_to:
                 if arr > ready_r[w]:
                     ready_r[w] = arr
-        arr = 0.0
-        if is_output[v]:
-            down_hi = wv
-        elif down_to is not None and expansive[v]:
-            # The return of an output to M is no transfer constraint 5 forbids.
+        # The return of an output to M is no transfer constraint 5 forbids.
+        if down_to is not None and expansive[v] and not is_output[v]:
             exp_transfer = True
+        arr = 0.0
         if down_hi > mv:
             nb = (down_hi - mv) * col_bytes[v]
             s = down_free if down_free > er else er
@@ -379,119 +398,163 @@ def _simulate_fast(
     )
 
 
-def _simulate_timeline(
+class _Events:
+    """Every slice and message of one simulated plan, in the order they were scheduled.
+
+    Filled by :func:`_record_events`; the backward pass, the slack and the critical path of
+    :func:`_simulate_timeline` read it.
+    """
+
+    def __init__(self, n: int, lat: float) -> None:
+        self.lat = lat
+        self.start_m: list[float | None] = [None] * n
+        self.end_m: list[float | None] = [None] * n
+        self.start_r: list[float | None] = [None] * n
+        self.end_r: list[float | None] = [None] * n
+        self.msgs: dict[tuple[int, str], Message] = {}
+        # Which messages a node's slice waits for, per side: (producer, direction).
+        self.waits: dict[tuple[int, str], list[tuple[int, str]]] = {}
+        # The consumers waiting for a message, and the producer of the message before it
+        # in the same direction.
+        self.consumers_of: dict[tuple[int, str], list[int]] = {}
+        self.prev_msg: dict[tuple[int, str], int | None] = {}
+        self.order: list[_Event] = []  # forward event order
+        self.bytes_up = self.bytes_down = 0
+        self.compute = 0.0
+        self.exp_transfer = False
+
+    def finish(self, ev: _Event) -> float:
+        """Return when ``ev`` ended (a message: when it arrived)."""
+        kind, v, side = ev
+        if kind == 'compute':
+            return self.end_m[v] if side == ROBOT else self.end_r[v]  # type: ignore[return-value]
+        return self.msgs[(v, side)].arrival_s
+
+    def duration(self, ev: _Event) -> float:
+        """Return how long ``ev`` took (a message: from its start on the link to arrival)."""
+        kind, v, side = ev
+        if kind == 'compute':
+            if side == ROBOT:
+                return self.end_m[v] - self.start_m[v]  # type: ignore[operator]
+            return self.end_r[v] - self.start_r[v]  # type: ignore[operator]
+        msg = self.msgs[(v, side)]
+        return msg.arrival_s - msg.start_s
+
+    def critical_pred(self, ev: _Event) -> _Event | None:
+        """Return the event whose end fixed the start of ``ev`` (None at time zero)."""
+        kind, v, side = ev
+        msgs = self.msgs
+        if kind == 'message':
+            msg = msgs[(v, side)]
+            if msg.start_s <= _EPS:
+                return None
+            # Either the sender finished computing, or the previous message freed the link.
+            if abs(msg.start_s - msg.send_s) <= _EPS:
+                return ('compute', v, ROBOT if side == UP else SERVER)
+            prev = self.prev_msg[(v, side)]
+            return ('message', prev, side) if prev is not None else None
+        start = self.start_m[v] if side == ROBOT else self.start_r[v]
+        if start is None or start <= _EPS:
+            return None
+        for u, d in self.waits.get((v, side), []):
+            if abs(msgs[(u, d)].arrival_s - start) <= _EPS:
+                return ('message', u, d)
+        ends = self.end_m if side == ROBOT else self.end_r
+        for u in range(v - 1, -1, -1):
+            if ends[u] is not None:
+                return ('compute', u, side)
+        return None
+
+
+def _record_events(
     c: Compiled, m: tuple[int, ...] | list[int], r: tuple[int, ...] | list[int], link: LinkModel
-) -> SimResult:
-    """Simulate like :func:`_simulate_fast`, recording every event and the critical path."""
+) -> _Events:
+    """Simulate like :func:`_simulate_fast`, recording every slice and message."""
     n = c.n
     width = c.width
     msg_s, byte_s, lat = _link_params(link)
-    start_m: list[float | None] = [None] * n
-    end_m: list[float | None] = [None] * n
-    start_r: list[float | None] = [None] * n
-    end_r: list[float | None] = [None] * n
-    # Which messages a node's slice waits for, per side: (producer, direction).
-    waits: dict[tuple[int, str], list[tuple[int, str]]] = {}
-    msgs: dict[tuple[int, str], Message] = {}
-    consumers_of: dict[tuple[int, str], list[int]] = {}
+    ev = _Events(n, lat)
+    start_m, end_m, start_r, end_r = ev.start_m, ev.end_m, ev.start_r, ev.end_r
+    order = ev.order
     ready_m = [0.0] * n
     ready_r = [0.0] * n
     tm = tr = up_free = down_free = 0.0
-    bytes_up = bytes_down = 0
-    compute = 0.0
-    exp_transfer = False
-    order: list[tuple[str, int, str]] = []  # forward event order
-    prev_msg: dict[tuple[int, str], int | None] = {}
     last_msg: dict[str, int | None] = {UP: None, DOWN: None}
-    for v in range(n):
+    for v, needs in enumerate(_message_ranges(c, m, r)):
         mv, rv, wv = m[v], r[v], width[v]
         if mv:
             s = max(tm, ready_m[v])
             d = c.cost_m[v][mv]
-            compute += d
+            ev.compute += d
             start_m[v], end_m[v] = s, s + d
             tm = s + d
             order.append(('compute', v, ROBOT))
         if rv < wv:
             s = max(tr, ready_r[v])
             d = c.cost_r[v][wv - rv]
-            compute += d
+            ev.compute += d
             start_r[v], end_r[v] = s, s + d
             tr = s + d
             order.append(('compute', v, SERVER))
-        up_lo, down_hi = rv, mv
-        up_to: list[int] = []
-        down_to: list[int] = []
-        for w, lo, hi in c.out_edges[v]:
-            mw, rw, ww = m[w], r[w], width[w]
-            if mw and hi[mw - 1] > mv and hi[mw - 1] > lo[0]:
-                down_hi = max(down_hi, hi[mw - 1])
-                down_to.append(w)
-            if rw < ww and lo[rw] < rv and hi[ww - 1] > lo[rw]:
-                up_lo = min(up_lo, lo[rw])
-                up_to.append(w)
+        if needs is None:
+            continue
+        up_lo, up_to, down_hi, down_to = needs
         gather = c.is_output[v] and mv < wv
         if c.expansive[v] and (up_to or (down_to and not gather)):
-            exp_transfer = True
-        if c.is_output[v]:
-            down_hi = wv
+            ev.exp_transfer = True
         for direction, cols, targets in ((UP, (up_lo, rv), up_to), (DOWN, (mv, down_hi), down_to)):
             if cols[1] <= cols[0]:
                 continue
+            targets = targets or []
             nb = (cols[1] - cols[0]) * c.col_bytes[v]
             if direction == UP:
                 send = end_m[v]
                 s = max(up_free, send)
                 up_free = s + msg_s + nb * byte_s
                 arr = up_free + lat
-                bytes_up += nb
+                ev.bytes_up += nb
                 for w in targets:
                     ready_r[w] = max(ready_r[w], arr)
-                    waits.setdefault((w, SERVER), []).append((v, UP))
+                    ev.waits.setdefault((w, SERVER), []).append((v, UP))
             else:
                 send = end_r[v]
                 s = max(down_free, send)
                 down_free = s + msg_s + nb * byte_s
                 arr = down_free + lat
-                bytes_down += nb
+                ev.bytes_down += nb
                 for w in targets:
                     ready_m[w] = max(ready_m[w], arr)
-                    waits.setdefault((w, ROBOT), []).append((v, DOWN))
-            msgs[(v, direction)] = Message(v, direction, cols, nb, send, s, arr)
-            prev_msg[(v, direction)] = last_msg[direction]
+                    ev.waits.setdefault((w, ROBOT), []).append((v, DOWN))
+            ev.msgs[(v, direction)] = Message(v, direction, cols, nb, send, s, arr)
+            ev.prev_msg[(v, direction)] = last_msg[direction]
             last_msg[direction] = v
-            consumers_of[(v, direction)] = targets
+            ev.consumers_of[(v, direction)] = targets
             order.append(('message', v, direction))
-    # Completion of each output on M, and the makespan.
+    return ev
+
+
+def _output_done(c: Compiled, m: tuple[int, ...] | list[int], ev: _Events) -> dict[int, float]:
+    """Return when each output is whole on M."""
     done: dict[int, float] = {}
     for u in c.outputs:
-        t = end_m[u] if m[u] else 0.0
-        if m[u] < width[u]:
-            t = max(t or 0.0, msgs[(u, DOWN)].arrival_s)
+        t = ev.end_m[u] if m[u] else 0.0
+        if m[u] < c.width[u]:
+            t = max(t or 0.0, ev.msgs[(u, DOWN)].arrival_s)
         done[u] = t or 0.0
-    makespan = max(done.values(), default=0.0)
+    return done
 
-    # Backward pass: latest finish of each event that keeps the makespan.
-    def finish(ev: tuple[str, int, str]) -> float:
-        kind, v, side = ev
-        if kind == 'compute':
-            return end_m[v] if side == ROBOT else end_r[v]  # type: ignore[return-value]
-        return msgs[(v, side)].arrival_s
 
-    def duration(ev: tuple[str, int, str]) -> float:
-        kind, v, side = ev
-        if kind == 'compute':
-            if side == ROBOT:
-                return end_m[v] - start_m[v]  # type: ignore[operator]
-            return end_r[v] - start_r[v]  # type: ignore[operator]
-        msg = msgs[(v, side)]
-        return msg.arrival_s - msg.start_s
+def _latest_finish(c: Compiled, ev: _Events, makespan: float) -> dict[_Event, float]:
+    """Backward pass: return the latest finish of each event that keeps the makespan.
 
-    latest: dict[tuple[str, int, str], float] = {}
-    next_compute: dict[str, tuple[str, int, str] | None] = {ROBOT: None, SERVER: None}
-    next_message: dict[str, tuple[str, int, str] | None] = {UP: None, DOWN: None}
-    for ev in reversed(order):
-        kind, v, side = ev
+    Work no output depends on (a redundant slice nobody reads) has no deadline (infinity).
+    """
+    latest: dict[_Event, float] = {}
+    next_compute: dict[str, _Event | None] = {ROBOT: None, SERVER: None}
+    next_message: dict[str, _Event | None] = {UP: None, DOWN: None}
+    duration = ev.duration
+    for e in reversed(ev.order):
+        kind, v, side = e
         lf = math.inf
         if kind == 'compute':
             nxt = next_compute[side]
@@ -500,87 +563,85 @@ def _simulate_timeline(
             if c.is_output[v] and side == ROBOT:
                 lf = min(lf, makespan)
             direction = UP if side == ROBOT else DOWN
-            if (v, direction) in msgs:
+            if (v, direction) in ev.msgs:
                 mev = ('message', v, direction)
                 lf = min(lf, latest[mev] - duration(mev))
-            next_compute[side] = ev
+            next_compute[side] = e
         else:
             nxt = next_message[side]
             if nxt is not None:
                 # The next message may start once this one has left the link.
-                lf = min(lf, latest[nxt] - duration(nxt) + lat)
+                lf = min(lf, latest[nxt] - duration(nxt) + ev.lat)
             target_side = SERVER if side == UP else ROBOT
-            for w in consumers_of[(v, side)]:
+            for w in ev.consumers_of[(v, side)]:
                 cev = ('compute', w, target_side)
                 lf = min(lf, latest[cev] - duration(cev))
             if c.is_output[v] and side == DOWN:
                 lf = min(lf, makespan)
-            next_message[side] = ev
-        # Work no output depends on (a redundant slice nobody reads) has no deadline.
-        latest[ev] = lf
+            next_message[side] = e
+        latest[e] = lf
+    return latest
+
+
+def _node_slack(n: int, ev: _Events, latest: dict[_Event, float]) -> list[float]:
+    """Return how long each node's slices (the tighter side) could slip."""
     slack = [math.inf] * n
-    for ev in order:
-        kind, v, side = ev
-        sl = latest[ev] - finish(ev)
+    for e in ev.order:
+        kind, v, _ = e
+        sl = latest[e] - ev.finish(e)
         if kind == 'compute' and sl < slack[v]:
             slack[v] = sl
-    # Walk one critical path back from the output that finishes last.
-    critical: list[tuple[str, int, str]] = []
-    if c.outputs:
-        last = max(c.outputs, key=lambda u: done[u])
-        ev: tuple[str, int, str] | None
-        if (last, DOWN) in msgs and done[last] == msgs[(last, DOWN)].arrival_s:
-            ev = ('message', last, DOWN)
-        else:
-            ev = ('compute', last, ROBOT)
-        while ev is not None:
-            critical.append(ev)
-            ev = _critical_pred(ev, msgs, prev_msg, waits, start_m, start_r, end_m, end_r, lat)
-        critical.reverse()
+    return slack
+
+
+def _critical_path(c: Compiled, ev: _Events, done: dict[int, float]) -> list[_Event]:
+    """Return one critical path in time order, back from the output that finishes last."""
+    critical: list[_Event] = []
+    if not c.outputs:
+        return critical
+    last = max(c.outputs, key=lambda u: done[u])
+    e: _Event | None
+    if (last, DOWN) in ev.msgs and done[last] == ev.msgs[(last, DOWN)].arrival_s:
+        e = ('message', last, DOWN)
+    else:
+        e = ('compute', last, ROBOT)
+    while e is not None:
+        critical.append(e)
+        e = ev.critical_pred(e)
+    critical.reverse()
+    return critical
+
+
+def _simulate_timeline(
+    c: Compiled, m: tuple[int, ...] | list[int], r: tuple[int, ...] | list[int], link: LinkModel
+) -> SimResult:
+    """Simulate like :func:`_simulate_fast`, recording every event and the critical path."""
+    n = c.n
+    ev = _record_events(c, m, r, link)
+    done = _output_done(c, m, ev)
+    makespan = max(done.values(), default=0.0)
+    latest = _latest_finish(c, ev, makespan)
     transfer = [0.0] * n
-    for (v, _), msg in msgs.items():
-        transfer[v] += msg.arrival_s - msg.start_s - lat
-    nodes = tuple(NodeTiming(start_m[v], end_m[v], start_r[v], end_r[v]) for v in range(n))
+    for (v, _), msg in ev.msgs.items():
+        transfer[v] += msg.arrival_s - msg.start_s - ev.lat
+    nodes = tuple(
+        NodeTiming(ev.start_m[v], ev.end_m[v], ev.start_r[v], ev.end_r[v]) for v in range(n)
+    )
     return SimResult(
         makespan_s=makespan,
-        bytes_up=bytes_up,
-        bytes_down=bytes_down,
-        messages=len(msgs),
-        compute_s=compute,
-        expansive_transfer=exp_transfer,
+        bytes_up=ev.bytes_up,
+        bytes_down=ev.bytes_down,
+        messages=len(ev.msgs),
+        compute_s=ev.compute,
+        expansive_transfer=ev.exp_transfer,
         timeline=Timeline(
             nodes=nodes,
-            messages=tuple(sorted(msgs.values(), key=lambda g: (g.start_s, g.direction))),
-            slack=tuple(slack),
-            critical=tuple(critical),
+            messages=tuple(sorted(ev.msgs.values(), key=lambda g: (g.start_s, g.direction))),
+            slack=tuple(_node_slack(n, ev, latest)),
+            critical=tuple(_critical_path(c, ev, done)),
             transfer_s=tuple(transfer),
         ),
     )
-
-
-def _critical_pred(ev, msgs, prev_msg, waits, start_m, start_r, end_m, end_r, lat):
-    """Return the event whose end fixed the start of ``ev`` (None at time zero)."""
-    kind, v, side = ev
-    if kind == 'message':
-        msg = msgs[(v, side)]
-        if msg.start_s <= _EPS:
-            return None
-        # Either the sender finished computing, or the previous message freed the link.
-        if abs(msg.start_s - msg.send_s) <= _EPS:
-            return ('compute', v, ROBOT if side == UP else SERVER)
-        prev = prev_msg[(v, side)]
-        return ('message', prev, side) if prev is not None else None
-    start = start_m[v] if side == ROBOT else start_r[v]
-    if start is None or start <= _EPS:
-        return None
-    for u, d in waits.get((v, side), []):
-        if abs(msgs[(u, d)].arrival_s - start) <= _EPS:
-            return ('message', u, d)
-    ends = end_m if side == ROBOT else end_r
-    for u in range(v - 1, -1, -1):
-        if ends[u] is not None:
-            return ('compute', u, side)
-    return None
 
 
 class PrefixSim:
