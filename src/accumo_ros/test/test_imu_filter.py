@@ -12,7 +12,7 @@ import pytest
 from scipy.spatial.transform import Rotation
 from scipy.stats import chi2
 
-from accumo_ros.geometry import make_poses
+from accumo_ros.geometry import make_poses, rotation_angles
 from accumo_ros.simulation.imu import ImuNoise, ImuSeries, integrate_imu, simulate_imu
 from accumo_ros.simulation.trajectory import (
     Sinusoid,
@@ -26,6 +26,7 @@ from accumo_ros.tasks.imu_filter import (
     StaleSnapshotError,
     UnknownSnapshotError,
     exp_and_right_jacobian_so3,
+    gyro_rotation,
 )
 
 IMU_RATE_HZ = 240.0
@@ -585,3 +586,17 @@ def test_poses_rejected_in_a_row_reopen_the_velocity():
     assert final_velocity_error < 0.2 * stuck_velocity_error
     with pytest.raises(ValueError, match='max_consecutive_rejections'):
         ErrorStateKalmanFilter(max_consecutive_rejections=0)
+
+
+def test_gyro_rotation_integrates_the_rates_between_two_times():
+    times = np.arange(0.0, 2.0, 0.005)
+    rates = np.tile([0.0, 0.0, 0.5], (len(times), 1))  # 0.5 rad/s about body z
+    rotation = gyro_rotation(times, rates, 0.2, 1.2)
+    assert rotation_angles(rotation[None])[0] == pytest.approx(0.5, abs=1e-9)
+    assert rotation[1, 0] > 0  # positive yaw: x turns towards y
+    # A known bias is taken off; the same window from the other end is the inverse.
+    biased = gyro_rotation(times, rates + [0.0, 0.0, 0.1], 0.2, 1.2, bias=[0.0, 0.0, 0.1])
+    np.testing.assert_allclose(biased, rotation, atol=1e-12)
+    np.testing.assert_allclose(gyro_rotation(times, rates, 0.7, 0.7), np.eye(3))
+    with pytest.raises(ValueError, match='before start'):
+        gyro_rotation(times, rates, 1.0, 0.5)

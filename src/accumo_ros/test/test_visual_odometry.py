@@ -4,12 +4,17 @@
 
 from __future__ import annotations
 
+import cv2
 import numpy as np
 import pytest
 
-from accumo_ros.geometry import relative_poses, rotation_angles
+from accumo_ros.geometry import T_BODY_OPTICAL, relative_poses, rotation_angles
 from accumo_ros.simulation.sequence import SequenceConfig, SyntheticSequence
-from accumo_ros.tasks.visual_odometry import FramePairOdometry, KeyframePolicy
+from accumo_ros.tasks.visual_odometry import (
+    FramePairOdometry,
+    KeyframePolicy,
+    translation_ransac,
+)
 
 
 @pytest.fixture(scope='module')
@@ -81,3 +86,93 @@ def test_keyframe_moves_on_when_old_or_poorly_matched():
     assert not KeyframePolicy(max_frames=0).keep(100, 101, 1000)  # frame to frame
     with pytest.raises(ValueError, match='max_frames'):
         KeyframePolicy(max_frames=-1)
+
+
+def _yaw(angle_rad: float) -> np.ndarray:
+    """Return a turn about the optical frame's y axis (down): the robot's yaw."""
+    c, s = np.cos(angle_rad), np.sin(angle_rad)
+    return np.array([[c, 0.0, s], [0.0, 1.0, 0.0], [-s, 0.0, c]])
+
+
+def _scene(rng, count, rotation, translation, camera):
+    """Points in front of camera 1 and their exact pixels in camera 2 (X_2 = R X_1 + t)."""
+    points = np.column_stack(
+        [rng.uniform(-3, 3, count), rng.uniform(-2, 2, count), rng.uniform(2, 12, count)]
+    )
+    moved = points @ rotation.T + translation
+    pixels = np.column_stack(
+        [
+            camera.fx * moved[:, 0] / moved[:, 2] + camera.cx,
+            camera.fy * moved[:, 1] / moved[:, 2] + camera.cy,
+        ]
+    )
+    return points, pixels
+
+
+def test_translation_ransac_keeps_the_static_majority(sequence):
+    camera = sequence.config.intrinsics
+    rng = np.random.default_rng(1)
+    rotation = _yaw(np.radians(2.0))
+    static_t = np.array([0.05, 0.0, 0.3])
+    static, static_pixels = _scene(rng, 120, rotation, static_t, camera)
+    # A box moving on its own: the same camera rotation, another translation.
+    box, box_pixels = _scene(rng, 80, rotation, static_t + [0.4, 0.0, -0.2], camera)
+    points = np.vstack([static, box])
+    pixels = np.vstack([static_pixels, box_pixels]) + rng.normal(0.0, 0.3, (200, 2))
+    translation, inliers = translation_ransac(
+        points, pixels, camera, rotation, iterations=200, threshold_px=2.0, rng=rng
+    )
+    np.testing.assert_allclose(translation, static_t, atol=0.01)
+    assert set(inliers.tolist()) == set(range(120))
+
+
+def test_the_rotation_prior_refuses_a_larger_set_that_turns_the_wrong_way(sequence):
+    camera = sequence.config.intrinsics
+    odometry = FramePairOdometry(camera)
+    rng = np.random.default_rng(2)
+    rotation = _yaw(np.radians(1.0))
+    static_t = np.array([0.0, 0.0, 0.25])
+    static, static_pixels = _scene(rng, 90, rotation, static_t, camera)
+    # The larger set moves rigidly with 5 degrees more yaw: PnP alone takes it.
+    wrong = _yaw(np.radians(6.0))
+    box, box_pixels = _scene(rng, 150, wrong, static_t, camera)
+    points, pixels = np.vstack([static, box]), np.vstack([static_pixels, box_pixels])
+
+    def yaw_error(solved):
+        rvec, tvec, inliers = solved
+        estimated = cv2.Rodrigues(rvec)[0]
+        return np.degrees(rotation_angles((estimated @ rotation.T)[None])[0]), inliers
+
+    unguided, _ = yaw_error(odometry._solve_pnp(points, pixels, 240))  # noqa: SLF001
+    assert unguided > 4.0
+    # The prior is R_body1_body2; the optical rotation above is its conjugate.
+    body_to_optical = T_BODY_OPTICAL[:3, :3]
+    prior = (body_to_optical @ rotation @ body_to_optical.T).T
+    guided, inliers = yaw_error(odometry._solve_with_prior(points, pixels, 240, prior))  # noqa: SLF001
+    assert guided < 0.05
+    assert set(inliers.tolist()) == set(range(90))
+
+
+def test_with_the_true_rotation_as_prior_the_pose_is_as_good(sequence):
+    odometry = FramePairOdometry(sequence.config.intrinsics)
+    errors = []
+    for first in range(0, 150, 30):
+        a, b = sequence.frame(first), sequence.frame(first + 12)
+        truth = relative_poses(a.pose[None], b.pose[None])[0]
+        result = odometry.estimate(
+            a.rendered.rgb, b.rendered.rgb, a.rendered.depth, rotation_prior=truth[:3, :3]
+        )
+        assert result.ok, result.reason
+        error = np.linalg.inv(result.relative_pose) @ truth
+        errors.append(np.linalg.norm(error[:3, 3]))
+    assert np.median(errors) < 0.04
+
+
+def test_a_prior_the_images_contradict_fails_the_pair(sequence):
+    odometry = FramePairOdometry(sequence.config.intrinsics)
+    a, b = sequence.frame(30), sequence.frame(42)
+    truth = relative_poses(a.pose[None], b.pose[None])[0]
+    wrong = truth[:3, :3] @ _yaw(np.radians(8.0))
+    result = odometry.estimate(a.rendered.rgb, b.rendered.rgb, a.rendered.depth, wrong)
+    assert not result.ok
+    assert 'IMU rotation' in result.reason

@@ -204,6 +204,39 @@ def exp_and_right_jacobian_so3(phi: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     return exp_phi, jacobian
 
 
+def gyro_rotation(
+    times: np.ndarray,
+    angular_velocity: np.ndarray,
+    start: float,
+    end: float,
+    bias: np.ndarray | None = None,
+) -> np.ndarray:
+    """Return R_body(start)_body(end): the gyro's rates integrated from ``start`` to ``end``.
+
+    ``times`` (K,) ascending, ``angular_velocity`` (K, 3) rad/s in the body frame; the
+    samples in ``(start, end]`` are integrated with the trapezoid rule, as the filter does,
+    less ``bias`` when given. The prior a VO pair gets from the robot's IMU.
+    """
+    if end < start:
+        raise ValueError(f'end {end} is before start {start}')
+    bias = np.zeros(3) if bias is None else np.asarray(bias, dtype=np.float64)
+    first = int(np.searchsorted(times, start, side='right'))
+    last = int(np.searchsorted(times, end, side='right'))
+    rotation = np.eye(3)
+    if first >= last:
+        return rotation
+    previous_time = start
+    previous_rate = angular_velocity[max(first - 1, 0)]
+    for k in range(first, last):
+        rate = angular_velocity[k]
+        dt = times[k] - previous_time
+        rotation = (
+            rotation @ exp_and_right_jacobian_so3((0.5 * (previous_rate + rate) - bias) * dt)[0]
+        )
+        previous_time, previous_rate = times[k], rate
+    return rotation
+
+
 def _log_so3(rotation: np.ndarray) -> np.ndarray:
     return Rotation.from_matrix(rotation).as_rotvec()
 

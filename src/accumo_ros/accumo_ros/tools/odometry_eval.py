@@ -53,7 +53,11 @@ from accumo_ros.metrics import SegmentErrors, kitti_errors, segment_errors
 from accumo_ros.simulation.dataset import SequenceEntry, load_index, split_paths
 from accumo_ros.simulation.imu import ImuNoise
 from accumo_ros.simulation.sequence_bag import LoadedSequence, read_sequence_bag
-from accumo_ros.tasks.imu_filter import DelayedPoseFusion, ErrorStateKalmanFilter
+from accumo_ros.tasks.imu_filter import (
+    DelayedPoseFusion,
+    ErrorStateKalmanFilter,
+    gyro_rotation,
+)
 from accumo_ros.tasks.odometry_model import (
     OdometryAccuracyModel,
     quantile_regression,
@@ -74,11 +78,18 @@ def imu_noise_of(sequence: LoadedSequence) -> ImuNoise:
 
 
 class VoCache:
-    """Server VO of frame pairs, computed once per pair."""
+    """Server VO of frame pairs, computed once per pair.
 
-    def __init__(self, sequence: LoadedSequence, depth_of: DepthSource) -> None:
+    With ``gyro_prior`` each pair gets the rotation the gyro integrated between its frames
+    (raw rates, bias unknown, as the robot would send them) as its rotation prior.
+    """
+
+    def __init__(
+        self, sequence: LoadedSequence, depth_of: DepthSource, gyro_prior: bool = False
+    ) -> None:
         self.sequence = sequence
         self.depth_of = depth_of
+        self.gyro_prior = gyro_prior
         self._odometry = FramePairOdometry(sequence.intrinsics)
         self._results: dict[tuple[int, int], VoResult] = {}
 
@@ -87,8 +98,14 @@ class VoCache:
         key = (first, second)
         if key not in self._results:
             s = self.sequence
+            prior = None
+            if self.gyro_prior:
+                times = s.frame_times
+                prior = gyro_rotation(
+                    s.imu_times, s.angular_velocity, float(times[first]), float(times[second])
+                )
             self._results[key] = self._odometry.estimate(
-                s.rgb[first], s.rgb[second], self.depth_of(s, first)
+                s.rgb[first], s.rgb[second], self.depth_of(s, first), rotation_prior=prior
             )
         return self._results[key]
 
@@ -244,11 +261,12 @@ def sequence_accuracy(
     stride: int,
     latency: int,
     keyframes: KeyframePolicy | None = None,
+    gyro_prior: bool = False,
 ) -> SequenceAccuracy:
     """Score server VO, the IMU-only filter and the fused filter on one sequence."""
     truth = sequence.frame_poses()
     noise = imu_noise_of(sequence)
-    vo = VoCache(sequence, depth_of)
+    vo = VoCache(sequence, depth_of, gyro_prior)
     offloads = periodic_offloads(len(truth), stride)
     chain = [truth[0]]
     failures = 0
@@ -399,6 +417,18 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument('--sequences', type=int, help='Use only the first N of each split.')
     parser.add_argument(
+        '--split',
+        choices=('heldout', 'train', 'all'),
+        default='heldout',
+        help="Sequences of the accuracy table ('all' for a test set made with --holdout none).",
+    )
+    parser.add_argument(
+        '--vo-prior',
+        choices=('none', 'gyro'),
+        default='none',
+        help="VO's rotation prior: none (PnP RANSAC) or the gyro's rotation over each pair.",
+    )
+    parser.add_argument(
         '--output', type=Path, default=Path('results/accumo/odometry_eval.json'), help='Report.'
     )
     return parser
@@ -464,7 +494,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         entries = {entry.name: entry for entry in load_index(args.dataset)}
-        heldout = split_paths(args.dataset, 'heldout')[: args.sequences]
+        heldout = _evaluated_paths(args.dataset, args.split)[: args.sequences]
         fit_dataset = args.fit_dataset or args.dataset
         train = split_paths(fit_dataset, 'train')[: args.sequences]
         fit_entries = {entry.name: entry for entry in load_index(fit_dataset)}
@@ -479,9 +509,10 @@ def main(argv: list[str] | None = None) -> int:
     depth_of = depth_source(args.depth)
     command = shlex.join(['accumo_odometry_eval', *argv])
     print(
-        f'Odometry on the held-out split of {args.dataset}: VO every {args.stride} frames '
-        f'(60 FPS), poses fused {args.latency} frames late, VO depth: {args.depth}; '
-        f'keyframes: {keyframes}; IMU noise from each bag (BMI263 datasheet)'
+        f'Odometry on the {args.split} split of {args.dataset}: VO every {args.stride} '
+        f'frames (60 FPS), poses fused {args.latency} frames late, VO depth: {args.depth}, '
+        f'rotation prior: {args.vo_prior}; keyframes: {keyframes}; IMU noise from each bag '
+        '(BMI263 datasheet)'
     )
     rows, means = _accuracy_table(heldout, depth_of, args, keyframes)
     report: dict[str, object] = {
@@ -507,6 +538,13 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _evaluated_paths(dataset: Path, split: str) -> list[Path]:
+    """Return the bag folders of ``split`` (``all``: every sequence of the set)."""
+    if split == 'all':
+        return [*split_paths(dataset, 'train'), *split_paths(dataset, 'heldout')]
+    return split_paths(dataset, split)
+
+
 def _accuracy_table(
     heldout: list[Path],
     depth_of: Callable,
@@ -520,7 +558,13 @@ def _accuracy_table(
     rows = []
     for path in heldout:
         accuracy = sequence_accuracy(
-            read_sequence_bag(path), path.name, depth_of, args.stride, args.latency, keyframes
+            read_sequence_bag(path),
+            path.name,
+            depth_of,
+            args.stride,
+            args.latency,
+            keyframes,
+            gyro_prior=args.vo_prior == 'gyro',
         )
         rows.append(accuracy)
         print(
