@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
+from people_following.graph import bringup_config_dir
 
 PROFILE_NAME = 'fastdds_large_frames.xml'
 PROFILE_VARIABLE = 'FASTDDS_DEFAULT_PROFILES_FILE'
@@ -23,10 +23,7 @@ USER_VARIABLES = (PROFILE_VARIABLE, 'FASTRTPS_DEFAULT_PROFILES_FILE', 'FASTDDS_B
 
 def profile_path() -> Path:
     """Return the installed profile (or the source tree's copy)."""
-    try:
-        return Path(get_package_share_directory('bringup')) / 'config' / PROFILE_NAME
-    except PackageNotFoundError:
-        return Path(__file__).resolve().parents[2] / 'bringup' / 'config' / PROFILE_NAME
+    return bringup_config_dir() / PROFILE_NAME
 
 
 def large_frames_profile(environ: Mapping[str, str]) -> str | None:

@@ -37,6 +37,7 @@ __all__ = [
     'GraphArgument',
     'GraphNode',
     'GraphPlan',
+    'bringup_config_dir',
     'default_params_file',
     'graph_parameters',
     'plan_graph',
@@ -252,13 +253,18 @@ class GraphPlan:
     rviz: bool
 
 
-def default_params_file() -> Path:
-    """Return the installed ``config/kapao_tracking.yaml`` of bringup (or the source tree's)."""
+def bringup_config_dir() -> Path:
+    """Return bringup's installed ``config/`` folder (or the source tree's, uninstalled)."""
     try:
         share = Path(get_package_share_directory('bringup'))
     except PackageNotFoundError:
         share = Path(__file__).resolve().parents[2] / 'bringup'
-    return share / 'config' / 'kapao_tracking.yaml'
+    return share / 'config'
+
+
+def default_params_file() -> Path:
+    """Return bringup's ``config/kapao_tracking.yaml``: every node's parameters."""
+    return bringup_config_dir() / 'kapao_tracking.yaml'
 
 
 def graph_parameters(

@@ -312,10 +312,12 @@ def translation_ransac(
     ``v``, with ``Y = rotation X_1``), so two of them determine ``t``. The winner is refit
     by least squares on its inliers (reprojection error under ``threshold_px``).
     """
+    count = len(points)
+    if count < 2:
+        return np.zeros(3), np.empty(0, dtype=int)
     rotated = points @ np.asarray(rotation).T
     a = (observed[:, 0] - camera.cx) / camera.fx
     b = (observed[:, 1] - camera.cy) / camera.fy
-    count = len(points)
     # Rows [1, 0, -a] t = a Y_z - Y_x and [0, 1, -b] t = b Y_z - Y_y, per correspondence.
     design = np.zeros((count, 2, 3))
     design[:, 0, 0] = 1.0
@@ -323,8 +325,6 @@ def translation_ransac(
     design[:, 1, 1] = 1.0
     design[:, 1, 2] = -b
     target = np.stack([a * rotated[:, 2] - rotated[:, 0], b * rotated[:, 2] - rotated[:, 1]], 1)
-    if count < 2:
-        return np.zeros(3), np.empty(0, dtype=int)
     samples = np.stack([rng.choice(count, 2, replace=False) for _ in range(iterations)])
     # Normal equations of each 4×3 sample system, solved in one batch.
     sample_design = design[samples].reshape(iterations, 4, 3)
