@@ -7,7 +7,8 @@ Set-up (printed, and written as the YAML's ``source``): the headless edge server
 ``accumo_odometry`` models in its own process; the robot side is ``Offloader`` in nnto
 mode, the code the offload bridge runs, through ``LinkEmulator`` at ``--rate-mbit`` each way
 and ``--rtt-ms``. Inputs are real frames of a generated sequence: one RGB frame for depth,
-a frame pair 4 frames apart with the intrinsics for odometry. Robot and server share this
+a frame pair 4 frames apart with the intrinsics and the gyro's rotation over the pair for
+odometry. Robot and server share this
 machine's CPU cores and there is no GPU, so the server times are a CPU's, not an edge GPU's.
 
 The YAML (``--out``) has per task the end-to-end latencies (``latency_ms``: request to
@@ -32,8 +33,10 @@ import numpy as np
 import torch
 import yaml
 
+from accumo_ros.models import rotation_prior_input
 from accumo_ros.simulation.dataset import split_paths
 from accumo_ros.simulation.sequence_bag import read_sequence_bag
+from accumo_ros.tasks.imu_filter import gyro_rotation
 from edge_offload.api import Offloader, OffloaderConfig
 from edge_offload.client import ClientConfig
 from edge_offload.link_emulator import LinkEmulator, LinkEmulatorConfig
@@ -81,7 +84,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.requests < 1 or args.rate_mbit <= 0 or args.rtt_ms < 0:
         parser.error('--requests and --rate-mbit must be positive, --rtt-ms >= 0')
 
-    path = split_paths(args.dataset, 'heldout')[0]
+    # A test set made with --holdout none has only a train split: any sequence will do.
+    paths = split_paths(args.dataset, 'heldout') or split_paths(args.dataset, 'train')
+    if not paths:
+        parser.error(f'no sequences in {args.dataset} (an accumo_generate folder)')
+    path = paths[0]
     sequence = read_sequence_bag(path)
     intrinsics = sequence.intrinsics
     camera = torch.tensor(
@@ -97,6 +104,17 @@ def main(argv: list[str] | None = None) -> int:
                 'image_1': _image(sequence.rgb[i]),
                 'image_2': _image(sequence.rgb[i + VO_PAIR_GAP]),
                 'intrinsics': camera,
+                # The gyro's rotation over the pair, as the scheduler node sends it.
+                'rotation_prior': torch.from_numpy(
+                    rotation_prior_input(
+                        gyro_rotation(
+                            sequence.imu_times,
+                            sequence.angular_velocity,
+                            float(sequence.frame_times[i]),
+                            float(sequence.frame_times[i + VO_PAIR_GAP]),
+                        )
+                    )
+                ),
             }
             for i in starts
         ],

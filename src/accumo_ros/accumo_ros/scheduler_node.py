@@ -41,6 +41,7 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy
 from scipy.spatial.transform import Rotation
 from sensor_msgs.msg import CameraInfo, Image, Imu
 
+from accumo_ros.models import alternatives_output, rotation_prior_input
 from accumo_ros.scheduler.mpc import MpcScheduler, TaskSpec, weighted_sum
 from accumo_ros.scheduler.offload_latency import OffloadLatencyEstimator, OffloadSample
 from accumo_ros.scheduler.offload_policies import make_policy
@@ -397,7 +398,10 @@ class AccumoSchedulerNode(Node):
                         [intrinsics.fx, intrinsics.fy, intrinsics.cx, intrinsics.cy],
                         dtype=np.float32,
                     ),
-                )
+                ),
+                to_tensor_blob(
+                    'rotation_prior', rotation_prior_input(pipeline.odometry_rotation_prior(frame))
+                ),
             ]
         else:
             goal.model = MODELS[(DEPTH,)]
@@ -495,7 +499,12 @@ class AccumoSchedulerNode(Node):
             covariance = np.asarray(outputs['covariance'], dtype=np.float64).reshape(6, 6)
             ok = bool(np.asarray(outputs['ok']).reshape(()))
             inliers = int(np.asarray(outputs['inliers']).reshape(()))
-            pipeline.odometry_result(result.frame, pose if ok else None, covariance, inliers)
+            alternatives = alternatives_output(
+                outputs['alternative_poses'], outputs['alternative_covariances']
+            )
+            pipeline.odometry_result(
+                result.frame, pose if ok else None, covariance, inliers, alternatives
+            )
         for task in result.tasks:
             self._latencies.record(
                 task,

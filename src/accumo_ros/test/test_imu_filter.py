@@ -600,3 +600,43 @@ def test_gyro_rotation_integrates_the_rates_between_two_times():
     np.testing.assert_allclose(gyro_rotation(times, rates, 0.7, 0.7), np.eye(3))
     with pytest.raises(ValueError, match='before start'):
         gyro_rotation(times, rates, 1.0, 0.5)
+
+
+def test_of_the_vo_alternatives_the_one_the_prediction_agrees_with_is_fused():
+    """A box's motion first, the room's as an alternative: the room's is fused."""
+    truth, imu, rng = _simulate(TRAJECTORIES['default'], 2.0, ImuNoise(), seed=4)
+    kf = ErrorStateKalmanFilter(truth.poses[0], truth.velocity_world[0], ImuNoise())
+    chosen_by_order = kf.copy()
+    clone_at = 0
+    taken, alternatives_taken = [], []
+    for k in range(len(imu)):
+        for filter_ in (kf, chosen_by_order):
+            filter_.predict(imu.angular_velocity[k], imu.linear_acceleration[k], _dt(imu.times, k))
+        if k == 0:
+            kf.clone_pose()
+            chosen_by_order.clone_pose()
+        elif k % MEASUREMENT_STRIDE == 0:
+            room = _relative_measurement(truth.poses[clone_at], truth.poses[k], rng)
+            box = room @ make_poses(np.eye(3), [0.25, 0.0, 0.05])  # same turn, moved on
+            taken.append(
+                kf.fuse_relative_pose(
+                    box, RELATIVE_COVARIANCE, alternatives=[(room, RELATIVE_COVARIANCE)]
+                )
+            )
+            alternatives_taken.append(kf.alternative_count)
+            chosen_by_order.fuse_relative_pose(box, RELATIVE_COVARIANCE)
+            clone_at = k
+    assert all(taken)
+    assert alternatives_taken == list(range(1, len(taken) + 1))
+    room_error = np.linalg.norm(kf.position - truth.poses[-1][:3, 3])
+    box_error = np.linalg.norm(chosen_by_order.position - truth.poses[-1][:3, 3])
+    print(f'position error {room_error:.3f} m, {box_error:.3f} m fusing the first pose')
+    assert room_error < 0.15
+    assert box_error > 10 * room_error
+    # A pose whose own motion is the prediction's keeps it: no alternative taken.
+    kf.fuse_relative_pose(
+        np.eye(4),
+        RELATIVE_COVARIANCE,
+        alternatives=[(make_poses(np.eye(3), [1.0, 0, 0]), RELATIVE_COVARIANCE)],
+    )
+    assert kf.alternative_count == len(taken)

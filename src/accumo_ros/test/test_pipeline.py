@@ -9,6 +9,7 @@ import math
 import numpy as np
 import pytest
 
+from accumo_ros.geometry import rotation_angles
 from accumo_ros.scheduler.offload_latency import OffloadLatencyEstimator, OffloadSample
 from accumo_ros.scheduler.offload_policies import make_policy
 from accumo_ros.scheduler.pipeline import (
@@ -287,3 +288,30 @@ def test_abs_rel_counts_pixels_without_a_prediction_as_fully_wrong():
     predicted = np.array([[4.0, np.nan], [4.0, 4.0]])
     assert evaluate.abs_rel(predicted, truth) == pytest.approx(0.25)
     assert evaluate.abs_rel(np.full((2, 2), np.nan), truth) == pytest.approx(1.0)
+
+
+def test_the_odometry_offload_carries_the_gyro_rotation_the_evaluator_uses(data):
+    s = data.sequence
+    pipeline = AccumoPipeline(
+        s.intrinsics,
+        make_policy('wrr:0:1', 2),
+        lambda frame, _rgb: data.lite_depth[frame],
+        OdometryAccuracyModel.load(),
+        initial_pose=data.truth[0],
+        initial_velocity=s.velocities_world[0],
+    )
+    imu = 0
+    for frame in range(12):
+        while s.imu_times[imu] <= s.frame_times[frame] + 1e-9:
+            pipeline.add_imu(s.imu_times[imu], s.angular_velocity[imu], s.linear_acceleration[imu])
+            imu += 1
+        pipeline.begin_frame(frame, s.frame_times[frame], s.rgb[frame])
+        if frame in (0, 11):
+            pipeline.decide()
+    first, second, _ = pipeline.odometry_pair(11)
+    assert (first, second) == (0, 11)
+    prior = pipeline.odometry_rotation_prior(11)
+    # The evaluator's VO cache gives the pair the same prior as the node sends.
+    np.testing.assert_allclose(prior, data.vo.rotation_prior(0, 11), atol=1e-12)
+    truth = data.truth[0][:3, :3].T @ data.truth[11][:3, :3]
+    assert rotation_angles((prior.T @ truth)[None])[0] < np.radians(0.5)

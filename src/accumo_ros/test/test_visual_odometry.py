@@ -13,6 +13,7 @@ from accumo_ros.simulation.sequence import SequenceConfig, SyntheticSequence
 from accumo_ros.tasks.visual_odometry import (
     FramePairOdometry,
     KeyframePolicy,
+    VoConfig,
     translation_ransac,
 )
 
@@ -148,7 +149,10 @@ def test_the_rotation_prior_refuses_a_larger_set_that_turns_the_wrong_way(sequen
     # The prior is R_body1_body2; the optical rotation above is its conjugate.
     body_to_optical = T_BODY_OPTICAL[:3, :3]
     prior = (body_to_optical @ rotation @ body_to_optical.T).T
-    guided, inliers = yaw_error(odometry._solve_with_prior(points, pixels, 240, prior))  # noqa: SLF001
+    sets = odometry._solve_with_prior(points, pixels, 240, prior)  # noqa: SLF001
+    # The wrong-turning set is no alternative either: its turn breaks the prior.
+    assert len(sets) == 1
+    guided, inliers = yaw_error(sets[0])
     assert guided < 0.05
     assert set(inliers.tolist()) == set(range(90))
 
@@ -176,3 +180,44 @@ def test_a_prior_the_images_contradict_fails_the_pair(sequence):
     result = odometry.estimate(a.rendered.rgb, b.rendered.rgb, a.rendered.depth, wrong)
     assert not result.ok
     assert 'IMU rotation' in result.reason
+
+
+def test_with_a_prior_the_room_behind_a_larger_moving_box_comes_back_as_an_alternative(sequence):
+    camera = sequence.config.intrinsics
+    odometry = FramePairOdometry(camera)
+    rng = np.random.default_rng(3)
+    rotation = _yaw(np.radians(1.5))
+    static_t = np.array([0.02, 0.0, 0.25])
+    static, static_pixels = _scene(rng, 70, rotation, static_t, camera)
+    # The box fills more of the view: the same turn (the camera's), its own translation.
+    box, box_pixels = _scene(rng, 140, rotation, static_t + [0.3, 0.0, 0.1], camera)
+    points, pixels = np.vstack([box, static]), np.vstack([box_pixels, static_pixels])
+    body_to_optical = T_BODY_OPTICAL[:3, :3]
+    prior = (body_to_optical @ rotation @ body_to_optical.T).T
+    sets = odometry._solve_with_prior(points, pixels, 210, prior)  # noqa: SLF001
+    assert [set(inliers.tolist()) for _, _, inliers in sets] == [
+        set(range(140)),
+        set(range(140, 210)),
+    ]
+    np.testing.assert_allclose(sets[1][1][:, 0], static_t, atol=0.01)
+    # Without alternatives only the box's motion is returned.
+    single = FramePairOdometry(camera, VoConfig(prior_alternatives=0))
+    assert len(single._solve_with_prior(points, pixels, 210, prior)) == 1  # noqa: SLF001
+
+
+def test_the_alternatives_of_a_real_pair_are_poses_with_covariances(sequence):
+    odometry = FramePairOdometry(sequence.config.intrinsics)
+    a, b = sequence.frame(30), sequence.frame(42)
+    truth = relative_poses(a.pose[None], b.pose[None])[0]
+    result = odometry.estimate(
+        a.rendered.rgb, b.rendered.rgb, a.rendered.depth, rotation_prior=truth[:3, :3]
+    )
+    assert result.ok
+    for other in result.alternatives:
+        assert other.ok
+        assert other.inliers >= odometry.config.min_inliers
+        assert other.inliers <= result.inliers
+        assert np.all(np.linalg.eigvalsh(other.covariance) > 0)
+    assert len(result.alternative_poses) == len(result.alternatives)
+    # PnP without a prior gives none.
+    assert odometry.estimate(a.rendered.rgb, b.rendered.rgb, a.rendered.depth).alternatives == ()

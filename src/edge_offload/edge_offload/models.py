@@ -83,14 +83,19 @@ class TensorSpec:
     """Shape and dtype of a named input; ``None`` in ``shape`` accepts any size.
 
     ``limits`` bounds the last two sizes (height and width of an image input).
+    ``example_factory`` makes the example of an input whose values a model checks (a
+    rotation matrix, say), where random values would be refused.
     """
 
     shape: tuple[int | None, ...]
     dtype: torch.dtype = torch.float32
     limits: SizeLimits | None = None
+    example_factory: Callable[[], torch.Tensor] | None = None
 
     def example(self) -> torch.Tensor:
         """Return a deterministic example tensor (unknown sizes: the smallest taken, >= 1)."""
+        if self.example_factory is not None:
+            return self.example_factory()
         smallest = max(1, self.limits.min_side) if self.limits is not None else 1
         shape = tuple(smallest if size is None else size for size in self.shape)
         generator = torch.Generator().manual_seed(1234)

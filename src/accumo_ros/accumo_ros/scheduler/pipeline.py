@@ -49,7 +49,11 @@ from accumo_ros.tasks.depth_tracking import (
     select_local_depth,
     warp_depth,
 )
-from accumo_ros.tasks.imu_filter import DelayedPoseFusion, ErrorStateKalmanFilter
+from accumo_ros.tasks.imu_filter import (
+    DelayedPoseFusion,
+    ErrorStateKalmanFilter,
+    gyro_rotation,
+)
 from accumo_ros.tasks.odometry_model import (
     OdometryAccuracyModel,
     OdometryModelSet,
@@ -66,6 +70,9 @@ NO_SERVER_DEPTH = 'no_server_depth'
 # The lite-net drop line fitted on the calibration set (see PipelineConfig).
 LITE_DROP_SLOPE = 0.625
 LITE_DROP_OFFSET = 0.0097
+
+# Raw gyro samples kept for the VO pairs' rotation priors: 8 s at 1 kHz, 40 s at 200 Hz.
+GYRO_LOG_SAMPLES = 8192
 
 LiteDepth = Callable[[int, np.ndarray], np.ndarray]  # (frame, rgb) -> depth in metres
 AccuracySource = Callable[['AccumoPipeline', int], Sequence[AccuracyEstimate]]
@@ -132,6 +139,8 @@ class _PendingOdometry:
     second: int
     first_rgb: np.ndarray
     second_rgb: np.ndarray
+    first_time: float
+    second_time: float
 
 
 class ImuPoseChange:
@@ -227,6 +236,8 @@ class AccumoPipeline:
         # The first frame of the next VO pair; the filter's clone is its pose.
         self._keyframe: int | None = None
         self._keyframe_rgb: np.ndarray | None = None
+        self._keyframe_time = math.nan
+        self._gyro_log: deque[tuple[float, np.ndarray]] = deque(maxlen=GYRO_LOG_SAMPLES)
         self._odometry_pending: dict[int, _PendingOdometry] = {}
         self._rotations: deque[np.ndarray] = deque(
             # The angular speed is the odometry model's feature: over the model's window.
@@ -243,6 +254,7 @@ class AccumoPipeline:
         """Predict the filters with one IMU sample (times strictly increasing)."""
         self.imu_only.add_imu(t, gyro, accel)
         self.fusion.add_imu(t, gyro, accel)
+        self._gyro_log.append((float(t), np.asarray(gyro, dtype=np.float64)))
         # At most one in use and one per depth offload in flight.
         if self._depth.warp is not None:
             self._depth.warp.add_imu(t, gyro, accel)
@@ -351,6 +363,22 @@ class AccumoPipeline:
         pending = self._odometry_pending[frame]
         return pending.first, pending.second, pending.first_rgb
 
+    def odometry_rotation_prior(self, frame: int) -> np.ndarray | None:
+        """R_body(first)_body(second) of offload ``frame``'s VO pair, from the raw gyro.
+
+        The server's VO takes it as its rotation prior (consensus on the translation
+        alone, :mod:`accumo_ros.tasks.visual_odometry`): raw rates, as the evaluator's
+        :class:`~accumo_ros.tools.odometry_eval.VoCache` integrates them. None when the
+        gyro log no longer reaches back to the pair's first frame, or is empty.
+        """
+        pending = self._odometry_pending[frame]
+        log = self._gyro_log
+        if not log or (len(log) == log.maxlen and log[0][0] > pending.first_time):
+            return None
+        times = np.fromiter((t for t, _ in log), dtype=np.float64, count=len(log))
+        rates = np.stack([rate for _, rate in log])
+        return gyro_rotation(times, rates, pending.first_time, pending.second_time)
+
     def _start_offload(self, task: int) -> bool:
         """Prepare ``task``'s offload of the current frame; False if it needs no upload."""
         frame = self.frame
@@ -365,11 +393,16 @@ class AccumoPipeline:
                 # filter clones its pose here and the next offload pairs with it.
                 self.fusion.filter.clone_pose()
                 self._keyframe = self._odometry_last = frame
-                self._keyframe_rgb = self.rgb
+                self._keyframe_rgb, self._keyframe_time = self.rgb, self.frame_time
                 return False
             self.fusion.snapshot(frame, None)
             self._odometry_pending[frame] = _PendingOdometry(
-                self._keyframe, frame, self._keyframe_rgb, self.rgb
+                self._keyframe,
+                frame,
+                self._keyframe_rgb,
+                self.rgb,
+                self._keyframe_time,
+                self.frame_time,
             )
         else:
             raise ValueError(f'unknown task {task}')
@@ -394,10 +427,13 @@ class AccumoPipeline:
         relative_pose: np.ndarray | None,
         covariance: np.ndarray | None,
         inliers: int = 0,
+        alternatives: Sequence[tuple[np.ndarray, np.ndarray]] = (),
     ) -> bool:
         """Fuse the server VO of odometry offload ``frame`` (None: no pose for the pair).
 
         ``inliers`` (the VO's) decides with the keyframe's age whether the keyframe stays.
+        ``alternatives``: the VO's other ``(relative_pose, covariance)`` for the pair; the
+        filter fuses whichever agrees best with its prediction.
         Returns True when the pose was fused (False: failed or gated).
         """
         pending = self._odometry_pending.pop(frame)
@@ -406,9 +442,12 @@ class AccumoPipeline:
             pending.first, frame, inliers
         )
         # A failed pair restarts the chain here; a kept keyframe stays the clone.
-        fused = self.fusion.fuse_relative(frame, relative_pose, covariance, keep_clone=keep)
+        fused = self.fusion.fuse_relative(
+            frame, relative_pose, covariance, keep_clone=keep, alternatives=alternatives
+        )
         if not keep:
             self._keyframe, self._keyframe_rgb = frame, pending.second_rgb
+            self._keyframe_time = pending.second_time
         if relative_pose is not None:
             self._odometry_last = frame
         return fused
@@ -424,6 +463,7 @@ class AccumoPipeline:
             # Restart the VO chain at this frame: the next pair starts from here.
             self.fusion.fuse_relative(frame, None, None)
             self._keyframe, self._keyframe_rgb = frame, pending.second_rgb
+            self._keyframe_time = pending.second_time
 
     def _finish(self, task: int) -> None:
         self.outstanding = tuple(t for t in self.outstanding if t != task)

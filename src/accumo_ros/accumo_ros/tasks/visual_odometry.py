@@ -39,6 +39,7 @@ with it.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import cv2
@@ -66,10 +67,15 @@ class VoConfig:
     covariance_inflation: float = 25.0
     translation_floor_m: float = 0.06
     # With a rotation prior: translation hypotheses tried, and how far the refined rotation
-    # may leave the prior (the gyro's bias, 0.5°/s at 1 sigma, integrated over a pair).
+    # may leave the prior. The raw gyro's bias (0.5°/s a side at 1 sigma) over a pair of up
+    # to 80 frames (1.3 s at 60 FPS) moves it up to about 2°; the robot's filter, which knows
+    # its bias and the pair's length, gates the rotation more finely.
     prior_ransac_iterations: int = 300
-    prior_rotation_tolerance_deg: float = 1.0
+    prior_rotation_tolerance_deg: float = 3.0
     prior_consensus_rounds: int = 1
+    # With a rotation prior: further consensus sets found among the correspondences the
+    # earlier sets left, returned as alternatives for the robot's filter to choose from.
+    prior_alternatives: int = 2
     seed: int = 0
 
 
@@ -85,6 +91,15 @@ class VoResult:
     matches: int
     inliers: int
     reason: str = ''
+    # Other rigid motions the correspondences support (with a rotation prior only), largest
+    # first: where moving objects fill the view the largest set can be an object's, and the
+    # robot's filter, which predicts the motion, picks the one that agrees with it.
+    alternatives: tuple[VoResult, ...] = ()
+
+    @property
+    def alternative_poses(self) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Return ``(relative_pose, covariance)`` of each alternative, as the filter takes them."""
+        return [(other.relative_pose, other.covariance) for other in self.alternatives]
 
 
 @dataclass(frozen=True)
@@ -159,11 +174,25 @@ class FramePairOdometry:
         points, observed, matches = found
         if rotation_prior is None:
             solved = self._solve_pnp(points, observed, matches)
-        else:
-            solved = self._solve_with_prior(points, observed, matches, rotation_prior)
-        if isinstance(solved, VoResult):
-            return solved
-        rvec, tvec, inliers = solved
+            if isinstance(solved, VoResult):
+                return solved
+            return self._result(points, observed, matches, *solved)
+        sets = self._solve_with_prior(points, observed, matches, rotation_prior)
+        if isinstance(sets, VoResult):
+            return sets
+        results = [self._result(points, observed, matches, *solved) for solved in sets]
+        return dataclasses.replace(results[0], alternatives=tuple(results[1:]))
+
+    def _result(
+        self,
+        points: np.ndarray,
+        observed: np.ndarray,
+        matches: int,
+        rvec: np.ndarray,
+        tvec: np.ndarray,
+        inliers: np.ndarray,
+    ) -> VoResult:
+        """Return the pose of the solved PnP ``(rvec, tvec)`` with its covariance."""
         camera = self.intrinsics.matrix
         projected, jacobian = cv2.projectPoints(points[inliers], rvec, tvec, camera, None)
         residuals = projected[:, 0, :] - observed[inliers]
@@ -229,13 +258,47 @@ class FramePairOdometry:
 
     def _solve_with_prior(
         self, points: np.ndarray, observed: np.ndarray, matches: int, rotation_prior: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | VoResult:
-        """Consensus on the translation with the rotation fixed to the prior, then LM."""
+    ) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]] | VoResult:
+        """Consensus sets on the translation with the rotation fixed to the prior.
+
+        The largest set first, then up to ``prior_alternatives`` more, each among the
+        correspondences no earlier set took; a failure when the largest set fails.
+        """
         c = self.config
         # X_2 = R X_1 + t in optical frames: R = R_optical2_optical1.
         body_to_optical = T_BODY_OPTICAL[:3, :3]
         rotation = body_to_optical.T @ np.asarray(rotation_prior).T @ body_to_optical
         rng = np.random.default_rng(c.seed)
+        first = self._consensus_set(points, observed, matches, rotation, rng)
+        if isinstance(first, VoResult):
+            return first
+        sets = [first]
+        remaining = np.setdiff1d(np.arange(len(points)), first[2])
+        for _ in range(c.prior_alternatives):
+            if remaining.size < c.min_inliers:
+                break
+            found = self._consensus_set(
+                points[remaining], observed[remaining], matches, rotation, rng
+            )
+            if isinstance(found, VoResult):
+                # No rigid motion left among the rest, or one that turns differently
+                # from the gyro: stop (a set that breaks the prior is not a candidate).
+                break
+            rvec, tvec, inliers = found
+            sets.append((rvec, tvec, remaining[inliers]))
+            remaining = np.setdiff1d(remaining, remaining[inliers])
+        return sets
+
+    def _consensus_set(
+        self,
+        points: np.ndarray,
+        observed: np.ndarray,
+        matches: int,
+        rotation: np.ndarray,
+        rng: np.random.Generator,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | VoResult:
+        """Consensus on the translation with ``rotation`` (optical) fixed, then LM."""
+        c = self.config
         translation, inliers = translation_ransac(
             points,
             observed,

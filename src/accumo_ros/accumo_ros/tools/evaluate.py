@@ -94,7 +94,7 @@ STRIDE_LIMIT_LATENCIES = (5, 4)
 MIN_DEPTH, MAX_DEPTH = 1e-3, 80.0
 # Part of the cached oracle drops' file name: change it whenever the filter or the VO
 # changes what a replay computes (the settings in the name do not cover code changes).
-WINDOW_DROPS_VERSION = 'g2'
+WINDOW_DROPS_VERSION = 'g3'
 
 
 def abs_rel(predicted: np.ndarray, truth: np.ndarray) -> float:
@@ -185,9 +185,11 @@ def load_sequence_data(
     oracle: bool,
     odometry_model: OdometryAccuracyModel | OdometryModelSet | None = None,
     latency_model: LatencyModel | None = None,
+    gyro_prior: bool = True,
 ) -> SequenceData:
     """Read a sequence bag and run both depth nets on every frame (cached as .npz).
 
+    ``gyro_prior``: VO pairs take the gyro's rotation as prior (:class:`VoCache`).
     With ``oracle``, also the true odometry window drops, measured as ``odometry_model``
     (default the packaged ones) was: its window, strides and latency; of a model set, the
     model the scheduler starts with at ``latency_model``'s latencies.
@@ -206,7 +208,7 @@ def load_sequence_data(
         np.savez(cache, server=server, lite=lite)
     server_error = np.array([abs_rel(server[i], sequence.depth[i]) for i in range(len(server))])
     lite_error = np.array([abs_rel(lite[i], sequence.depth[i]) for i in range(len(lite))])
-    vo = VoCache(sequence, lambda _s, index: server[index])
+    vo = VoCache(sequence, lambda _s, index: server[index], gyro_prior)
     window_drops_by_start: dict[int, float] = {}
     fps = 1.0 / float(np.median(np.diff(sequence.frame_times)))
     if oracle:
@@ -215,7 +217,8 @@ def load_sequence_data(
         drops_file = cache_dir / (
             f'{path.name}.window_drops.kf{keyframes.max_frames}-{keyframes.min_inliers}'
             f'.vf{VoConfig().translation_floor_m:g}.w{m.window_frames}s{m.base_stride}-'
-            f'{m.raised_stride}l{m.latency_frames}.{WINDOW_DROPS_VERSION}.json'
+            f'{m.raised_stride}l{m.latency_frames}{".gyro" if gyro_prior else ""}.'
+            f'{WINDOW_DROPS_VERSION}.json'
         )
         if drops_file.is_file():
             window_drops_by_start = {
@@ -232,6 +235,7 @@ def load_sequence_data(
                 latency=m.latency_frames,
                 window_starts=starts,
                 keyframes=keyframes,
+                gyro_prior=gyro_prior,
             )
             window_drops_by_start = {s: float(d) for s, d in zip(starts, drops, strict=True)}
             drops_file.write_text(json.dumps(window_drops_by_start))
@@ -562,7 +566,13 @@ def _deliver(
             first, second, _ = pipeline.odometry_pair(offloaded_frame)
             result = data.vo(first, second)
             relative = result.relative_pose if result.ok else None
-            pipeline.odometry_result(offloaded_frame, relative, result.covariance, result.inliers)
+            pipeline.odometry_result(
+                offloaded_frame,
+                relative,
+                result.covariance,
+                result.inliers,
+                result.alternative_poses,
+            )
         latencies.record(task, OffloadSample(latency_s))
     pipeline.set_latency_frames(latencies.frames())
 
@@ -575,6 +585,7 @@ def evaluate_sequence(
     weight_ratios: Sequence[tuple[float, float]],
     seed: int,
     odometry_model_paths: Sequence[Path] | None = None,
+    gyro_prior: bool = True,
 ) -> list[RunResult]:
     """Every scheduler (weighted ones at every ratio) on one sequence."""
     import torch
@@ -582,7 +593,7 @@ def evaluate_sequence(
     torch.set_num_threads(1)
     oracle = any(name in schedulers for name in ORACLES)
     model = OdometryModelSet.load(odometry_model_paths)
-    data = load_sequence_data(path, cache_dir, oracle, model, latency_model)
+    data = load_sequence_data(path, cache_dir, oracle, model, latency_model, gyro_prior)
     results = []
     for scheduler in schedulers:
         for weights in weight_ratios if scheduler in WEIGHTED else [None]:
@@ -864,6 +875,13 @@ def _parser() -> argparse.ArgumentParser:
         help='comma-separated schedulers',
     )
     parser.add_argument('--weights', default='4:1,2:1,1:1,1:2,1:4', help='depth:odometry ratios')
+    parser.add_argument(
+        '--vo-prior',
+        choices=('none', 'gyro'),
+        default='gyro',
+        help="VO's rotation prior: the gyro's rotation over each pair (default, as the "
+        'scheduler node sends it) or none (PnP RANSAC).',
+    )
     parser.add_argument('--workers', type=int, default=2)
     parser.add_argument('--seed', type=int, default=0)
     parser.add_argument('--limit', type=int, default=0, help='first N sequences only (0: all)')
@@ -895,7 +913,16 @@ def main(argv: list[str] | None = None) -> int:
     cache_dir = args.output / 'cache'
     started = time.monotonic()
     jobs = [
-        (p, cache_dir, latency_model, schedulers, weights, args.seed, args.odometry_model)
+        (
+            p,
+            cache_dir,
+            latency_model,
+            schedulers,
+            weights,
+            args.seed,
+            args.odometry_model,
+            args.vo_prior == 'gyro',
+        )
         for p in paths
     ]
     results: list[RunResult] = []
@@ -910,6 +937,7 @@ def main(argv: list[str] | None = None) -> int:
         'mode': 'fast: real nets, VO and filters; offload latency drawn per offload from '
         f'{latency_model.source}',
         'sequences': ', '.join(p.name for p in paths),
+        'VO rotation prior': args.vo_prior,
         'horizon': 30,
         'stride limits (depth, odometry)': f'{DEFAULT_STRIDE_LIMITS} frames at latencies '
         f'{STRIDE_LIMIT_LATENCIES}, scaled with the round-robin period of the latencies in use',

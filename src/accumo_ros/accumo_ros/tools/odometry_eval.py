@@ -80,12 +80,13 @@ def imu_noise_of(sequence: LoadedSequence) -> ImuNoise:
 class VoCache:
     """Server VO of frame pairs, computed once per pair.
 
-    With ``gyro_prior`` each pair gets the rotation the gyro integrated between its frames
-    (raw rates, bias unknown, as the robot would send them) as its rotation prior.
+    With ``gyro_prior`` (the default, as the scheduler node sends it) each pair gets the
+    rotation the gyro integrated between its frames (raw rates, bias unknown) as its
+    rotation prior; without, PnP's own RANSAC finds the rotation.
     """
 
     def __init__(
-        self, sequence: LoadedSequence, depth_of: DepthSource, gyro_prior: bool = False
+        self, sequence: LoadedSequence, depth_of: DepthSource, gyro_prior: bool = True
     ) -> None:
         self.sequence = sequence
         self.depth_of = depth_of
@@ -98,16 +99,22 @@ class VoCache:
         key = (first, second)
         if key not in self._results:
             s = self.sequence
-            prior = None
-            if self.gyro_prior:
-                times = s.frame_times
-                prior = gyro_rotation(
-                    s.imu_times, s.angular_velocity, float(times[first]), float(times[second])
-                )
             self._results[key] = self._odometry.estimate(
-                s.rgb[first], s.rgb[second], self.depth_of(s, first), rotation_prior=prior
+                s.rgb[first],
+                s.rgb[second],
+                self.depth_of(s, first),
+                rotation_prior=self.rotation_prior(first, second),
             )
         return self._results[key]
+
+    def rotation_prior(self, first: int, second: int) -> np.ndarray | None:
+        """Return the pair's rotation prior, R_body(first)_body(second) (None without)."""
+        if not self.gyro_prior:
+            return None
+        s, times = self.sequence, self.sequence.frame_times
+        return gyro_rotation(
+            s.imu_times, s.angular_velocity, float(times[first]), float(times[second])
+        )
 
 
 class FusedOdometryRun:
@@ -196,6 +203,7 @@ class FusedOdometryRun:
                 result.relative_pose if result.ok else None,
                 result.covariance,
                 keep_clone=keep,
+                alternatives=result.alternative_poses,
             )
             if not keep:
                 self._clone_frame = second
@@ -261,7 +269,7 @@ def sequence_accuracy(
     stride: int,
     latency: int,
     keyframes: KeyframePolicy | None = None,
-    gyro_prior: bool = False,
+    gyro_prior: bool = True,
 ) -> SequenceAccuracy:
     """Score server VO, the IMU-only filter and the fused filter on one sequence."""
     truth = sequence.frame_poses()
@@ -307,6 +315,7 @@ def window_drops(
     latency: int = 4,
     window_starts: list[int] | None = None,
     keyframes: KeyframePolicy | None = None,
+    gyro_prior: bool = True,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Return (angular speed rad/s, t_err drop) of raising the stride in each window.
 
@@ -320,7 +329,7 @@ def window_drops(
     truth = sequence.frame_poses()
     frames = len(truth)
     noise = imu_noise_of(sequence)
-    vo = VoCache(sequence, depth_of)
+    vo = VoCache(sequence, depth_of, gyro_prior)
     fps = 1.0 / float(np.median(np.diff(sequence.frame_times)))
     rotations = imu_only_rotations(sequence, noise)
 
@@ -425,8 +434,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         '--vo-prior',
         choices=('none', 'gyro'),
-        default='none',
-        help="VO's rotation prior: none (PnP RANSAC) or the gyro's rotation over each pair.",
+        default='gyro',
+        help="VO's rotation prior: the gyro's rotation over each pair (default, as the "
+        'scheduler node sends it) or none (PnP RANSAC).',
     )
     parser.add_argument(
         '--output', type=Path, default=Path('results/accumo/odometry_eval.json'), help='Report.'
@@ -459,6 +469,7 @@ def _collect_drops(
             raised_stride=args.raised_stride,
             latency=latency,
             keyframes=keyframes,
+            gyro_prior=args.vo_prior == 'gyro',
         )
         speeds.append(w)
         drops.append(d)
