@@ -603,40 +603,53 @@ def test_gyro_rotation_integrates_the_rates_between_two_times():
 
 
 def test_of_the_vo_alternatives_the_one_the_prediction_agrees_with_is_fused():
-    """A box's motion first, the room's as an alternative: the room's is fused."""
+    """Every other pair gives a box's motion first and the room's as an alternative."""
     truth, imu, rng = _simulate(TRAJECTORIES['default'], 2.0, ImuNoise(), seed=4)
     kf = ErrorStateKalmanFilter(truth.poses[0], truth.velocity_world[0], ImuNoise())
-    chosen_by_order = kf.copy()
-    clone_at = 0
-    taken, alternatives_taken = [], []
+    without = kf.copy()
+    clone_at, pairs = 0, 0
+    taken = []
     for k in range(len(imu)):
-        for filter_ in (kf, chosen_by_order):
+        for filter_ in (kf, without):
             filter_.predict(imu.angular_velocity[k], imu.linear_acceleration[k], _dt(imu.times, k))
         if k == 0:
             kf.clone_pose()
-            chosen_by_order.clone_pose()
+            without.clone_pose()
         elif k % MEASUREMENT_STRIDE == 0:
             room = _relative_measurement(truth.poses[clone_at], truth.poses[k], rng)
             box = room @ make_poses(np.eye(3), [0.25, 0.0, 0.05])  # same turn, moved on
+            first, alternatives = (box, [(room, RELATIVE_COVARIANCE)]) if pairs % 2 else (room, [])
             taken.append(
-                kf.fuse_relative_pose(
-                    box, RELATIVE_COVARIANCE, alternatives=[(room, RELATIVE_COVARIANCE)]
-                )
+                kf.fuse_relative_pose(first, RELATIVE_COVARIANCE, alternatives=alternatives)
             )
-            alternatives_taken.append(kf.alternative_count)
-            chosen_by_order.fuse_relative_pose(box, RELATIVE_COVARIANCE)
-            clone_at = k
+            without.fuse_relative_pose(first, RELATIVE_COVARIANCE)
+            clone_at, pairs = k, pairs + 1
     assert all(taken)
-    assert alternatives_taken == list(range(1, len(taken) + 1))
-    room_error = np.linalg.norm(kf.position - truth.poses[-1][:3, 3])
-    box_error = np.linalg.norm(chosen_by_order.position - truth.poses[-1][:3, 3])
-    print(f'position error {room_error:.3f} m, {box_error:.3f} m fusing the first pose')
-    assert room_error < 0.15
-    assert box_error > 10 * room_error
-    # A pose whose own motion is the prediction's keeps it: no alternative taken.
-    kf.fuse_relative_pose(
-        np.eye(4),
-        RELATIVE_COVARIANCE,
-        alternatives=[(make_poses(np.eye(3), [1.0, 0, 0]), RELATIVE_COVARIANCE)],
+    assert kf.alternative_count == pairs // 2
+    assert kf.recovered_count == 0
+    # Without them the gate refuses the box's motion, and those pairs are lost.
+    assert without.rejected_count == pairs // 2
+    assert kf.fused_count == pairs
+    assert np.linalg.norm(kf.position - truth.poses[-1][:3, 3]) < 0.15
+
+
+def test_alternatives_taken_in_a_row_still_lead_to_the_recovery():
+    """A refused pose counts towards the recovery even when an alternative is taken."""
+    kf = ErrorStateKalmanFilter()
+    kf.clone_pose()
+    far = make_poses(np.eye(3), [1.0, 0.0, 0.0])
+    for expected in (1, 2, 3):
+        assert kf.fuse_relative_pose(
+            far, RELATIVE_COVARIANCE, alternatives=[(np.eye(4), RELATIVE_COVARIANCE)]
+        )
+        assert (kf.alternative_count, kf.consecutive_rejections) == (expected, expected)
+    # The recovery is due: the pose itself is taken, with the velocity reopened.
+    assert kf.fuse_relative_pose(
+        far, RELATIVE_COVARIANCE, alternatives=[(np.eye(4), RELATIVE_COVARIANCE)]
     )
-    assert kf.alternative_count == len(taken)
+    assert (kf.alternative_count, kf.recovered_count) == (3, 1)
+    # A pose the gate takes needs no alternative.
+    kf.fuse_relative_pose(
+        np.eye(4), RELATIVE_COVARIANCE, alternatives=[(far, RELATIVE_COVARIANCE)]
+    )
+    assert kf.alternative_count == 3
