@@ -12,8 +12,9 @@
   (4, 4) float64 ``T_body1_body2``, ``covariance`` (6, 6) float64, ``ok`` () bool,
   ``inliers`` () int64 (few of them tell the robot to move its keyframe on), and with a
   prior ``alternative_poses`` (K, 4, 4) / ``alternative_covariances`` (K, 6, 6) float64:
-  the other rigid motions the pair supports (``VoResult.alternatives``, K = 0 to 2), from
-  which the robot's filter fuses the one its prediction agrees with. Both frames
+  the other rigid motions the pair supports (``VoResult.alternatives``; K = 0 with the
+  default ``VoConfig``), from which the robot's filter fuses the one its prediction agrees
+  with. Both frames
   travel with the request, so the server keeps no per-client state and survives
   restarts and several robots (the release keeps the previous frame on the server instead).
 * ``accumo_depth_odometry``: both at once (the AAO baseline), one upload.
@@ -140,7 +141,7 @@ _ODOMETRY_OUTPUTS = (
     'alternative_poses',
     'alternative_covariances',
 )
-# The most alternatives a robot takes from one result (the server sends 0 to 2).
+# The most alternatives a robot takes from one result (VoConfig.prior_alternatives).
 MAX_ALTERNATIVES = 8
 
 

@@ -184,7 +184,7 @@ def test_a_prior_the_images_contradict_fails_the_pair(sequence):
 
 def test_with_a_prior_the_room_behind_a_larger_moving_box_comes_back_as_an_alternative(sequence):
     camera = sequence.config.intrinsics
-    odometry = FramePairOdometry(camera)
+    odometry = FramePairOdometry(camera, VoConfig(prior_alternatives=2))
     rng = np.random.default_rng(3)
     rotation = _yaw(np.radians(1.5))
     static_t = np.array([0.02, 0.0, 0.25])
@@ -200,13 +200,13 @@ def test_with_a_prior_the_room_behind_a_larger_moving_box_comes_back_as_an_alter
         set(range(140, 210)),
     ]
     np.testing.assert_allclose(sets[1][1][:, 0], static_t, atol=0.01)
-    # Without alternatives only the box's motion is returned.
-    single = FramePairOdometry(camera, VoConfig(prior_alternatives=0))
+    # Without alternatives (the default) only the box's motion is returned.
+    single = FramePairOdometry(camera)
     assert len(single._solve_with_prior(points, pixels, 210, prior)) == 1  # noqa: SLF001
 
 
 def test_the_alternatives_of_a_real_pair_are_poses_with_covariances(sequence):
-    odometry = FramePairOdometry(sequence.config.intrinsics)
+    odometry = FramePairOdometry(sequence.config.intrinsics, VoConfig(prior_alternatives=2))
     a, b = sequence.frame(30), sequence.frame(42)
     truth = relative_poses(a.pose[None], b.pose[None])[0]
     result = odometry.estimate(
