@@ -157,9 +157,10 @@ def test_the_tracker_model_updates_once_depth_is_six_frames_stale(data):
     assert len(rates) > 1  # moved away from the initial 0.02
 
 
-def test_a_failed_odometry_offload_restarts_the_chain(data):
+def _odometry_only_pipeline(data) -> AccumoPipeline:
+    """Return a pipeline that offloads odometry only, started at the true pose."""
     s = data.sequence
-    pipeline = AccumoPipeline(
+    return AccumoPipeline(
         s.intrinsics,
         make_policy('wrr:0:1', 2),
         lambda frame, _rgb: data.lite_depth[frame],
@@ -167,6 +168,11 @@ def test_a_failed_odometry_offload_restarts_the_chain(data):
         initial_pose=data.truth[0],
         initial_velocity=s.velocities_world[0],
     )
+
+
+def test_a_failed_odometry_offload_restarts_the_chain(data):
+    s = data.sequence
+    pipeline = _odometry_only_pipeline(data)
     imu = 0
     for frame in range(3):
         while s.imu_times[imu] <= s.frame_times[frame] + 1e-9:
@@ -292,14 +298,7 @@ def test_abs_rel_counts_pixels_without_a_prediction_as_fully_wrong():
 
 def test_the_odometry_offload_carries_the_gyro_rotation_the_evaluator_uses(data):
     s = data.sequence
-    pipeline = AccumoPipeline(
-        s.intrinsics,
-        make_policy('wrr:0:1', 2),
-        lambda frame, _rgb: data.lite_depth[frame],
-        OdometryAccuracyModel.load(),
-        initial_pose=data.truth[0],
-        initial_velocity=s.velocities_world[0],
-    )
+    pipeline = _odometry_only_pipeline(data)
     imu = 0
     for frame in range(12):
         while s.imu_times[imu] <= s.frame_times[frame] + 1e-9:

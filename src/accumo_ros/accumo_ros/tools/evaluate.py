@@ -67,7 +67,13 @@ from accumo_ros.simulation.sequence_bag import LoadedSequence, read_sequence_bag
 from accumo_ros.tasks.depth_tracking import LOCAL_ALGORITHM, TRACKER
 from accumo_ros.tasks.odometry_model import OdometryAccuracyModel, OdometryModelSet
 from accumo_ros.tasks.visual_odometry import VoConfig
-from accumo_ros.tools.odometry_eval import SEGMENT_STEP, VoCache, imu_noise_of, window_drops
+from accumo_ros.tools.odometry_eval import (
+    SEGMENT_STEP,
+    VoCache,
+    add_vo_prior_argument,
+    imu_noise_of,
+    window_drops,
+)
 
 WEIGHT_RATIOS = ((4, 1), (2, 1), (1, 1), (1, 2), (1, 4))
 STATIC_BASELINES = ('la', 'rr', 'wrr:3:1', 'wrr:2:1', 'wrr:1:2', 'wrr:1:3', 'aao')
@@ -875,13 +881,7 @@ def _parser() -> argparse.ArgumentParser:
         help='comma-separated schedulers',
     )
     parser.add_argument('--weights', default='4:1,2:1,1:1,1:2,1:4', help='depth:odometry ratios')
-    parser.add_argument(
-        '--vo-prior',
-        choices=('none', 'gyro'),
-        default='gyro',
-        help="VO's rotation prior: the gyro's rotation over each pair (default, as the "
-        'scheduler node sends it) or none (PnP RANSAC).',
-    )
+    add_vo_prior_argument(parser)
     parser.add_argument('--workers', type=int, default=2)
     parser.add_argument('--seed', type=int, default=0)
     parser.add_argument('--limit', type=int, default=0, help='first N sequences only (0: all)')

@@ -441,13 +441,7 @@ def _parser() -> argparse.ArgumentParser:
         default='heldout',
         help="Sequences of the accuracy table ('all' for a test set made with --holdout none).",
     )
-    parser.add_argument(
-        '--vo-prior',
-        choices=('none', 'gyro'),
-        default='gyro',
-        help="VO's rotation prior: the gyro's rotation over each pair (default, as the "
-        'scheduler node sends it) or none (PnP RANSAC).',
-    )
+    add_vo_prior_argument(parser)
     parser.add_argument(
         '--vo-alternatives',
         type=int,
@@ -459,6 +453,17 @@ def _parser() -> argparse.ArgumentParser:
         '--output', type=Path, default=Path('results/accumo/odometry_eval.json'), help='Report.'
     )
     return parser
+
+
+def add_vo_prior_argument(parser: argparse.ArgumentParser) -> None:
+    """Add ``--vo-prior`` (none or gyro): the evaluators' choice of VO rotation prior."""
+    parser.add_argument(
+        '--vo-prior',
+        choices=('none', 'gyro'),
+        default='gyro',
+        help="VO's rotation prior: the gyro's rotation over each pair (default, as the "
+        'scheduler node sends it) or none (PnP RANSAC).',
+    )
 
 
 def _correlation(function: Callable, x: np.ndarray, y: np.ndarray) -> float:
