@@ -51,6 +51,9 @@ from accumo_ros.scheduler.pipeline import (
     LITE_DROP_SLOPE,
     ODOMETRY,
     TASK_NAMES,
+    TRACKER_MODELS,
+    TRACKER_OFFLOAD_OFFSET,
+    TRACKER_OFFLOAD_SLOPE,
     AccumoPipeline,
     Decision,
     PipelineConfig,
@@ -112,6 +115,23 @@ PARAMETERS = (
     ),
     ParamSpec('lite_drop_offset', LITE_DROP_OFFSET, 'See lite_drop_slope.', -10.0, 10.0),
     ParamSpec(
+        'tracker_model',
+        'flow',
+        f'Depth tracker accuracy model, one of {TRACKER_MODELS}: the DIS flow every few frames '
+        "(the dissertation's) or the tracked map against each depth result.",
+    ),
+    ParamSpec(
+        'tracker_offload_slope',
+        TRACKER_OFFLOAD_SLOPE,
+        "'offload' tracker drop = slope * AbsRel(tracked vs server) - offset (fitted on a "
+        'calibration set).',
+        1e-6,
+        100.0,
+    ),
+    ParamSpec(
+        'tracker_offload_offset', TRACKER_OFFLOAD_OFFSET, 'See tracker_offload_slope.', -10.0, 10.0
+    ),
+    ParamSpec(
         'odometry_models',
         [],
         'Odometry accuracy model YAMLs, each measured at one latency; the one measured nearest '
@@ -172,6 +192,16 @@ class AccumoSchedulerNode(Node):
             tasks, config['horizon'], weighted_sum(weights), config['max_in_a_row'] or None
         )
         self._policy = make_policy(config['policy'], len(TASK_NAMES), scheduler)
+        # Built here so that a bad value fails the start-up, not the first frame.
+        self._pipeline_config = PipelineConfig(
+            use_local_algorithm=config['use_local_algorithm'],
+            lite_drop_slope=config['lite_drop_slope'],
+            lite_drop_offset=config['lite_drop_offset'],
+            tracker_model=config['tracker_model'],
+            tracker_offload_slope=config['tracker_offload_slope'],
+            tracker_offload_offset=config['tracker_offload_offset'],
+            fps=config['fps'],
+        )
         self._lite = load_depth_net('lite')
         self._odometry_models = OdometryModelSet.load(config['odometry_models'] or None)
         self._latencies = OffloadLatencyEstimator(self._latency_defaults, config['fps'])
@@ -290,18 +320,12 @@ class AccumoSchedulerNode(Node):
 
     def _ensure_pipeline(self) -> AccumoPipeline:
         if self._pipeline is None:
-            config = self._config
             self._pipeline = AccumoPipeline(
                 self._intrinsics,
                 self._policy,
                 lambda _frame, rgb: self._lite.predict(rgb),
                 self._odometry_models,
-                config=PipelineConfig(
-                    use_local_algorithm=config['use_local_algorithm'],
-                    lite_drop_slope=config['lite_drop_slope'],
-                    lite_drop_offset=config['lite_drop_offset'],
-                    fps=config['fps'],
-                ),
+                config=self._pipeline_config,
                 latency_frames=self._latency_defaults,
             )
         return self._pipeline

@@ -23,6 +23,7 @@ from accumo_ros.tasks.depth_tracking import (
     forward_warp,
     lite_model_drop,
     move_by_flow,
+    offload_tracker_drop_rate,
     optical_pose_change,
     optical_relative_pose,
     select_local_depth,
@@ -344,6 +345,37 @@ def test_fit_lite_drop_recovers_a_noisy_line_and_rejects_degenerate_pairs():
         fit_lite_drop([0.1], [0.1])
     with pytest.raises(ValueError, match='finite'):
         fit_lite_drop([0.1, math.nan], [0.1, 0.2])
+
+
+def test_offload_tracker_drop_rate_compares_the_tracked_map_with_the_server_map_of_its_frame():
+    server = np.full((4, 5), 10.0)
+    tracked = server * 1.2  # 20 % off everywhere
+    assert offload_tracker_drop_rate(tracked, server, 10, slope=1.0, offset=0.0) == pytest.approx(
+        0.02
+    )
+    rate = offload_tracker_drop_rate(tracked, server, 10, slope=0.8, offset=0.05)
+    assert rate == pytest.approx((0.8 * 0.2 - 0.05) / 10)
+    # Below the offset (the two server maps' own difference) the drop is 0, never negative.
+    assert offload_tracker_drop_rate(server, server, 10, slope=1.0, offset=0.05) == 0.0
+    # A pixel the warp left empty counts as 100 % off; server pixels out of range are skipped.
+    holes = server.copy()
+    holes[0, :] = np.nan
+    out_of_range = server.copy()
+    out_of_range[1, :] = 0.0
+    assert offload_tracker_drop_rate(holes, server, 1, slope=1.0, offset=0.0) == pytest.approx(
+        0.25
+    )
+    assert offload_tracker_drop_rate(
+        holes, out_of_range, 1, slope=1.0, offset=0.0
+    ) == pytest.approx(1 / 3)
+    with pytest.raises(ValueError, match='no valid pixel'):
+        offload_tracker_drop_rate(server, np.zeros_like(server), 1, slope=1.0, offset=0.0)
+    with pytest.raises(ValueError, match='differ'):
+        offload_tracker_drop_rate(server[:2], server, 1, slope=1.0, offset=0.0)
+    with pytest.raises(ValueError, match='stride'):
+        offload_tracker_drop_rate(server, server, 0, slope=1.0, offset=0.0)
+    with pytest.raises(ValueError, match='slope'):
+        offload_tracker_drop_rate(server, server, 1, slope=0.0, offset=0.0)
 
 
 def test_selector_switches_when_the_tracker_drop_reaches_the_lite_drop():

@@ -289,6 +289,42 @@ def test_a_warp_that_leaves_nothing_in_view_falls_back_to_the_lite_net(data):
     np.testing.assert_array_equal(pipeline.render_depth(choice), data.lite_depth[12])
 
 
+@pytest.mark.parametrize('tracker_model', ['offload', 'flow'])
+def test_the_offload_tracker_model_measures_the_tracked_map_against_the_next_result(
+    data, tracker_model
+):
+    # A still camera: the tracker's map of frame 12 is the server map of frame 0. The server
+    # map of frame 12 then says the scene is 10 % farther: the tracker was ~9 % off.
+    config = PipelineConfig(
+        tracker_model=tracker_model, tracker_offload_slope=1.0, tracker_offload_offset=0.01
+    )
+    pipeline = _stationary_pipeline(data, np.zeros(3), config)
+    pipeline.add_imu(0.0, np.zeros(3), np.array([0.0, 0.0, 9.81]))
+    rgb = data.sequence.rgb[0]
+    pipeline.begin_frame(0, 0.0, rgb)
+    assert pipeline.decide().tasks == (DEPTH,)
+    pipeline.depth_result(0, data.server_depth[0])
+    _feed_still_imu(pipeline, 0.0, 0.2)
+    pipeline.begin_frame(12, 0.2, rgb)
+    assert pipeline.decide().tasks == (DEPTH,)
+    initial = pipeline.tracker_model.drop_rate
+    pipeline.depth_result(12, data.server_depth[0] * np.float32(1.1))
+    if tracker_model == 'offload':
+        # |1 - 1.1| / 1.1 on all but the border pixels, minus the offset, over 12 frames.
+        expected = (0.1 / 1.1 - 0.01) / 12
+        assert pipeline.tracker_model.drop_rate == pytest.approx(expected, rel=0.05)
+        assert not pipeline.update_accuracy_models()  # no flow runs in this mode
+    else:
+        assert pipeline.tracker_model.drop_rate == initial  # the flow model runs per frame
+
+
+def test_the_pipeline_refuses_an_unknown_tracker_model():
+    with pytest.raises(ValueError, match='tracker_model'):
+        PipelineConfig(tracker_model='oracle')
+    with pytest.raises(ValueError, match='tracker_offload_slope'):
+        PipelineConfig(tracker_offload_slope=0.0)
+
+
 def test_abs_rel_counts_pixels_without_a_prediction_as_fully_wrong():
     truth = np.full((2, 2), 4.0)
     predicted = np.array([[4.0, np.nan], [4.0, 4.0]])

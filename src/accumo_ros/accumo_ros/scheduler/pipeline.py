@@ -45,6 +45,7 @@ from accumo_ros.tasks.depth_tracking import (
     TRACKER,
     DepthTrackerAccuracyModel,
     lite_model_drop,
+    offload_tracker_drop_rate,
     optical_relative_pose,
     select_local_depth,
     warp_depth,
@@ -70,6 +71,10 @@ NO_SERVER_DEPTH = 'no_server_depth'
 # The lite-net drop line fitted on the calibration set (see PipelineConfig).
 LITE_DROP_SLOPE = 0.625
 LITE_DROP_OFFSET = 0.0097
+# The tracker model measured on each depth result (see PipelineConfig.tracker_model).
+TRACKER_MODELS = ('offload', 'flow')
+TRACKER_OFFLOAD_SLOPE = 0.834
+TRACKER_OFFLOAD_OFFSET = 0.0284
 
 # Raw gyro samples kept for the VO pairs' rotation priors: 8 s at 1 kHz, 40 s at 200 Hz.
 GYRO_LOG_SAMPLES = 8192
@@ -93,6 +98,19 @@ class PipelineConfig:
     lite_drop_offset: float = LITE_DROP_OFFSET
     initial_depth_drop_rate: float = DEFAULT_INITIAL_DROP_RATE
     tracker_min_stride: int = DEFAULT_MIN_STRIDE
+    # The depth tracker's accuracy model. 'flow': the dissertation's DIS-flow model, every
+    # tracker_model_period frames. 'offload': on each depth result, the tracker's map of the
+    # offloaded frame against the server's (offload_tracker_drop_rate; the line
+    # tracker_offload_slope · AbsRel - tracker_offload_offset is fitted on the calibration
+    # set). 'offload' ranks the true drop better and is not biased low at 30-60 frame
+    # strides (the flow misses objects' own motion), but it measures at the stride between
+    # two depth offloads and the true drop is convex in the stride, so it overstates the
+    # drop of shorter strides and the selector leaves the tracker early. On test4 at
+    # 16 Mbit/s it made RR + LA 1-3.5 % worse and AccuMO -2.6 % to +12.7 % depending on
+    # the weight (docs/results.md): not a consistent gain, hence not the default.
+    tracker_model: str = 'flow'
+    tracker_offload_slope: float = TRACKER_OFFLOAD_SLOPE
+    tracker_offload_offset: float = TRACKER_OFFLOAD_OFFSET
     # The flow-based tracker model is slow (66 ms on the phone): it runs at most once every
     # this many frames, as the release's "only when not busy".
     tracker_model_period: int = 4
@@ -109,6 +127,14 @@ class PipelineConfig:
             raise ValueError('lite_drop_slope must be finite and positive')
         if not math.isfinite(self.lite_drop_offset):
             raise ValueError('lite_drop_offset must be finite')
+        if self.tracker_model not in TRACKER_MODELS:
+            raise ValueError(
+                f'tracker_model must be one of {TRACKER_MODELS}, got {self.tracker_model!r}'
+            )
+        if not (self.tracker_offload_slope > 0.0 and math.isfinite(self.tracker_offload_slope)):
+            raise ValueError('tracker_offload_slope must be finite and positive')
+        if not math.isfinite(self.tracker_offload_offset):
+            raise ValueError('tracker_offload_offset must be finite')
 
 
 @dataclass(frozen=True)
@@ -172,6 +198,17 @@ class ImuPoseChange:
         return optical_relative_pose(self.start_pose, self.filter.pose)
 
 
+@dataclass(frozen=True)
+class _PendingDepth:
+    """What a depth result will be combined with, kept when its frame is offloaded."""
+
+    rgb: np.ndarray
+    warp: ImuPoseChange  # the pose change from the offloaded frame on
+    # The tracker's map of the offloaded frame and the frame it was warped from (None when
+    # no server map was in use): the 'offload' tracker model compares it with the result.
+    tracked: tuple[int, np.ndarray] | None
+
+
 @dataclass
 class _DepthState:
     frame: int | None = None  # offloaded frame of the server map in use
@@ -180,7 +217,7 @@ class _DepthState:
     warp: ImuPoseChange | None = None  # the pose change since that frame
     lite_drop: float = math.inf
     last_model_frame: int | None = None
-    pending: dict[int, tuple[np.ndarray, ImuPoseChange]] = field(default_factory=dict)
+    pending: dict[int, _PendingDepth] = field(default_factory=dict)
     # The current frame's warped map: (frame, base frame, map), computed once per frame.
     warped: tuple[int, int, np.ndarray] | None = None
 
@@ -258,8 +295,8 @@ class AccumoPipeline:
         # At most one in use and one per depth offload in flight.
         if self._depth.warp is not None:
             self._depth.warp.add_imu(t, gyro, accel)
-        for _, integrator in self._depth.pending.values():
-            integrator.add_imu(t, gyro, accel)
+        for pending in self._depth.pending.values():
+            pending.warp.add_imu(t, gyro, accel)
 
     def begin_frame(self, frame: int, t: float, rgb: np.ndarray) -> None:
         """Start processing camera frame ``frame`` (increasing) taken at ``t``."""
@@ -386,7 +423,11 @@ class AccumoPipeline:
             # Keep what the result will be combined with: the frame, and the pose change
             # from it on.
             integrator = ImuPoseChange(self.fusion.filter, self.fusion.time)
-            self._depth.pending[frame] = (self.rgb, integrator)
+            tracked = None
+            base = self._depth.frame
+            if self.config.tracker_model == 'offload' and base is not None and base < frame:
+                tracked = (base, self.warped_depth())
+            self._depth.pending[frame] = _PendingDepth(self.rgb, integrator, tracked)
         elif task == ODOMETRY:
             if self._keyframe is None:
                 # The first frame of a VO chain has nothing to pair with: no upload, the
@@ -410,16 +451,38 @@ class AccumoPipeline:
 
     def depth_result(self, frame: int, server_depth: np.ndarray) -> None:
         """Take the server depth map of offloaded frame ``frame``."""
-        rgb, integrator = self._depth.pending.pop(frame)
+        pending = self._depth.pending.pop(frame)
         self._finish(DEPTH)
+        if pending.tracked is not None:
+            self._measure_tracker(frame, *pending.tracked, server_depth)
         state = self._depth
-        state.frame, state.server_depth, state.rgb = frame, server_depth, rgb
-        state.warp, state.warped = integrator, None
+        state.frame, state.server_depth, state.rgb = frame, server_depth, pending.rgb
+        state.warp, state.warped = pending.warp, None
         if self.config.use_local_algorithm:
-            lite = self.lite_depth(frame, rgb)
+            lite = self.lite_depth(frame, pending.rgb)
             state.lite_drop = lite_model_drop(
                 lite, server_depth, self.config.lite_drop_offset, slope=self.config.lite_drop_slope
             )
+
+    def _measure_tracker(
+        self, frame: int, base_frame: int, tracked: np.ndarray, server_depth: np.ndarray
+    ) -> None:
+        """Adopt the drop rate the 'offload' tracker model measured on offloaded ``frame``."""
+        stride = frame - base_frame
+        if stride < self.config.tracker_min_stride:
+            return  # too short to measure against the two server maps' own differences
+        try:
+            rate = offload_tracker_drop_rate(
+                tracked,
+                server_depth,
+                stride,
+                slope=self.config.tracker_offload_slope,
+                offset=self.config.tracker_offload_offset,
+            )
+        except ValueError:
+            rate = 1.0 / stride  # nothing to compare: as if every pixel were 100 % off
+            self.tracker_failures += 1
+        self.tracker_model.drop_rate = rate
 
     def odometry_result(
         self,
@@ -512,9 +575,12 @@ class AccumoPipeline:
         return self.lite_depth(self.frame, self.rgb)
 
     def update_accuracy_models(self) -> bool:
-        """Run the depth tracker model when it is due; True if it ran."""
+        """Run the flow tracker model when it is due; True if it ran.
+
+        The 'offload' tracker model runs on depth results instead (never here).
+        """
         state = self._depth
-        if state.frame is None:
+        if state.frame is None or self.config.tracker_model != 'flow':
             return False
         stride = self.frame - state.frame
         due = state.last_model_frame is None or (
