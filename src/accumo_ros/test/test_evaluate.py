@@ -120,10 +120,12 @@ def test_latency_files_are_read_and_drawn_from(tmp_path) -> None:  # noqa: ANN00
         LatencyModel.load(path)
 
 
-def _run(sequence: str, scheduler: str, depth: float, odometry: float) -> RunResult:
+def _run(
+    sequence: str, scheduler: str, depth: float, odometry: float, position_error: float = 0.5
+) -> RunResult:
     return RunResult(
         sequence, 'low_low', scheduler, (1.0, 1.0) if 'accumo' in scheduler else None,
-        depth, odometry, (1, 1), {}, 0.1, 0.2, [], [], [],
+        depth, odometry, (1, 1), {}, 0.1, 0.2, [], [], [], 60.0, position_error,
     )  # fmt: skip
 
 
@@ -134,8 +136,11 @@ def test_report_compares_with_the_oracle_per_sequence() -> None:
         _run('b', 'accumo', 0.12, 0.12),
         _run('b', 'accumo-oracle', 0.10, 0.10),
         _run('a', 'rr', 0.2, 0.2),
-        _run('b', 'rr', 0.2, 0.2),
+        _run('b', 'rr', 0.25, 0.3, position_error=4.0),
     ]
     text = report(runs, {'mode': 'test'})
+    # The filter health table names each scheduler's worst run.
+    assert '| rr | 2 | 30.0% | 1 | 4.00 | b |' in text
+    assert '| accumo | 2 | 12.0% | 0 | 0.50 | a at 1:1 |' in text
     assert '| 1:1 | 0.1100 | 0.1000 | +10.0 % | +0.0 .. +20.0 % |' in text
     assert 'Over all 2 (sequence, weight) runs the real models are +10.0 %' in text

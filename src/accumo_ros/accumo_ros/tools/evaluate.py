@@ -282,6 +282,15 @@ class _EvalPipeline(AccumoPipeline):
             )
         return ran
 
+    def _measure_tracker(
+        self, frame: int, base_frame: int, tracked: np.ndarray, server_depth: np.ndarray
+    ) -> None:
+        super()._measure_tracker(frame, base_frame, tracked, server_depth)
+        stride = frame - base_frame
+        if stride >= self.config.tracker_min_stride and self.accuracy_source is not None:
+            error = abs_rel(tracked, self.data.sequence.depth[frame])
+            self.true_tracker_rate = max(0.0, error - self.data.server_error[base_frame]) / stride
+
     def tracker_error(self, base_frame: int) -> float:
         """AbsRel vs ground truth of the warped server map of ``base_frame`` now.
 
@@ -367,6 +376,9 @@ class RunResult:
     offloaded: list[int]
     drop_rates: list[tuple[int, float, float]]
     fps: float = 60.0  # the sequence's frame rate, for the plots' time axes
+    # The largest distance between the fused and the true position over the run (metres):
+    # a filter that diverges shows here even where t_err's segments average it away.
+    max_position_error_m: float = math.nan
 
 
 @dataclass
@@ -439,6 +451,7 @@ class _RunLog:
             self.offloaded.tolist(),
             self.drop_rates,
             data.fps,
+            float(np.linalg.norm(self.poses[:, :3, 3] - data.truth[:, :3, 3], axis=1).max()),
         )
 
 
@@ -797,7 +810,34 @@ def report(results: list[RunResult], setup: dict) -> str:
     ):
         lines += _oracle_section(results, ideal_name, title)
     lines += _decision_time_line(results)
+    lines += _filter_health_section(results)
     return '\n'.join(lines) + '\n'
+
+
+# A Kalman + VO run whose t_err passes this has lost track (issue bar: never above 20 %).
+T_ERR_LIMIT = 0.20
+
+
+def _filter_health_section(results: list[RunResult]) -> list[str]:
+    """Per scheduler: the worst run's t_err and position error, and runs past the limit."""
+    lines = [
+        '',
+        '## Filter health (every run)',
+        '',
+        f'| scheduler | runs | worst t_err | runs with t_err > {T_ERR_LIMIT:.0%} | '
+        'worst max position error (m) | its run |',
+        '|---|---|---|---|---|---|',
+    ]
+    for scheduler in dict.fromkeys(r.scheduler for r in results):
+        runs = [r for r in results if r.scheduler == scheduler]
+        worst = max(runs, key=lambda r: r.max_position_error_m)
+        over = sum(r.odometry_t_err > T_ERR_LIMIT for r in runs)
+        weights = '' if worst.weights is None else f' at {worst.weights[0]:g}:{worst.weights[1]:g}'
+        lines.append(
+            f'| {scheduler} | {len(runs)} | {max(r.odometry_t_err for r in runs):.1%} | {over} | '
+            f'{worst.max_position_error_m:.2f} | {worst.sequence}{weights} |'
+        )
+    return lines
 
 
 def plot(results: list[RunResult], output: Path) -> list[Path]:

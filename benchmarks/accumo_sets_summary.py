@@ -1,0 +1,114 @@
+# Copyright 2026 The edge_offload authors
+# SPDX-License-Identifier: Apache-2.0
+"""AccuMO across several test sets: gains per set, their mean and spread, and filter health.
+
+Reads the ``runs.json`` that ``accumo_evaluate`` writes, one per (set, link), given as
+``LINK=SET=PATH`` (for example ``16mbit=seed11=results/accumo_eval/s11_16/runs.json``).
+Per link and weight it prints, for each set, the mean overall cost (``(w_d · AbsRel +
+w_o · t_err) / (w_d + w_o)``, averaged per category, then over categories, as the
+evaluator's report) of AccuMO, the best static baseline, RR + LA and, where run, the
+clairvoyant scheduler, AccuMO's gain over each (positive = AccuMO better), and the mean,
+minimum and maximum gain over the sets. Then, per link, every scheduler's worst Kalman + VO
+t_err, the runs above 20 % and the worst position error. Nothing is asserted.
+
+    python benchmarks/accumo_sets_summary.py 16mbit=s11=/tmp/s11_16/runs.json ...
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+from accumo_ros.tools.evaluate import STATIC_BASELINES, T_ERR_LIMIT
+
+COMPARED = ('rr+la', 'accumo-clairvoyant')
+
+
+def overall(runs: list[dict], scheduler: str, weights: tuple[float, float]) -> float | None:
+    """Return the mean overall cost of ``scheduler`` at ``weights`` (None if not run)."""
+    chosen = [
+        r
+        for r in runs
+        if r['scheduler'] == scheduler
+        and (r['weights'] is None or tuple(r['weights']) == tuple(weights))
+    ]
+    if not chosen:
+        return None
+    w_d, w_o = weights
+    per_category = defaultdict(list)
+    for r in chosen:
+        cost = (w_d * r['depth_abs_rel'] + w_o * r['odometry_t_err']) / (w_d + w_o)
+        per_category[r['category']].append(cost)
+    return float(np.mean([np.mean(v) for v in per_category.values()]))
+
+
+def gain(reference: float, accumo: float) -> float:
+    return 100.0 * (reference - accumo) / reference
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('runs', nargs='+', help='LINK=SET=PATH of a runs.json')
+    args = parser.parse_args(argv)
+    by_link: dict[str, dict[str, list[dict]]] = defaultdict(dict)
+    for item in args.runs:
+        link, name, path = item.split('=', 2)
+        by_link[link][name] = json.loads(Path(path).read_text())['runs']
+    for link, sets in by_link.items():
+        weights = sorted(
+            {tuple(r['weights']) for runs in sets.values() for r in runs if r['weights']},
+            key=lambda w: -w[0] / w[1],
+        )
+        print(f'\n## Link {link}: {len(sets)} sets ({", ".join(sets)})\n')
+        header = '| weight | set | AccuMO | best static | gain | RR + LA | gain | clairvoyant |'
+        print(header)
+        print('|---|---|---|---|---|---|---|---|')
+        for w in weights:
+            gains_static, gains_rr = [], []
+            for name, runs in sets.items():
+                accumo = overall(runs, 'accumo', w)
+                statics = {s: overall(runs, s, w) for s in STATIC_BASELINES}
+                best_name, best = min(
+                    ((s, v) for s, v in statics.items() if v is not None), key=lambda x: x[1]
+                )
+                rr_la, ideal = (overall(runs, s, w) for s in COMPARED)
+                gains_static.append(gain(best, accumo))
+                gains_rr.append(gain(rr_la, accumo) if rr_la is not None else float('nan'))
+                ideal_text = '' if ideal is None else f'{ideal:.4f}'
+                print(
+                    f'| {w[0]:g}:{w[1]:g} | {name} | {accumo:.4f} | {best:.4f} ({best_name}) | '
+                    f'{gains_static[-1]:+.1f} % | {rr_la:.4f} | {gains_rr[-1]:+.1f} % | '
+                    f'{ideal_text} |'
+                )
+            print(
+                f'| {w[0]:g}:{w[1]:g} | **mean (min .. max)** | | | '
+                f'**{np.mean(gains_static):+.1f} %** ({min(gains_static):+.1f} .. '
+                f'{max(gains_static):+.1f}) | | **{np.nanmean(gains_rr):+.1f} %** '
+                f'({np.nanmin(gains_rr):+.1f} .. {np.nanmax(gains_rr):+.1f}) | |'
+            )
+        print(f'\nFilter health on {link}:\n')
+        print(
+            f'| scheduler | runs | worst t_err | runs > {T_ERR_LIMIT:.0%} | '
+            'worst position error (m) | its run |'
+        )
+        print('|---|---|---|---|---|---|')
+        every = [(name, r) for name, runs in sets.items() for r in runs]
+        for scheduler in dict.fromkeys(r['scheduler'] for _, r in every):
+            chosen = [(n, r) for n, r in every if r['scheduler'] == scheduler]
+            name, worst = max(chosen, key=lambda x: x[1].get('max_position_error_m', np.nan))
+            print(
+                f'| {scheduler} | {len(chosen)} | '
+                f'{max(r["odometry_t_err"] for _, r in chosen):.1%} | '
+                f'{sum(r["odometry_t_err"] > T_ERR_LIMIT for _, r in chosen)} | '
+                f'{worst.get("max_position_error_m", float("nan")):.2f} | '
+                f'{name} {worst["sequence"]} |'
+            )
+    return 0
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())
