@@ -23,7 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
-from accumo_ros.tools.evaluate import STATIC_BASELINES, T_ERR_LIMIT
+from accumo_ros.tools.evaluate import STATIC_BASELINES, T_ERR_LIMIT, RunResult
+from accumo_ros.tools.evaluate import overall as run_overall
 
 COMPARED = ('rr+la', 'accumo-clairvoyant')
 
@@ -38,11 +39,9 @@ def overall(runs: list[dict], scheduler: str, weights: tuple[float, float]) -> f
     ]
     if not chosen:
         return None
-    w_d, w_o = weights
     per_category = defaultdict(list)
     for r in chosen:
-        cost = (w_d * r['depth_abs_rel'] + w_o * r['odometry_t_err']) / (w_d + w_o)
-        per_category[r['category']].append(cost)
+        per_category[r['category']].append(run_overall(RunResult(**r), weights))
     return float(np.mean([np.mean(v) for v in per_category.values()]))
 
 

@@ -466,11 +466,11 @@ class AccumoPipeline:
 
     def _measure_tracker(
         self, frame: int, base_frame: int, tracked: np.ndarray, server_depth: np.ndarray
-    ) -> None:
-        """Adopt the drop rate the 'offload' tracker model measured on offloaded ``frame``."""
+    ) -> bool:
+        """Adopt the 'offload' tracker model's rate measured on ``frame``; True if it ran."""
         stride = frame - base_frame
         if stride < self.config.tracker_min_stride:
-            return  # too short to measure against the two server maps' own differences
+            return False  # too short to measure against the two server maps' own differences
         try:
             rate = offload_tracker_drop_rate(
                 tracked,
@@ -483,6 +483,7 @@ class AccumoPipeline:
             rate = 1.0 / stride  # nothing to compare: as if every pixel were 100 % off
             self.tracker_failures += 1
         self.tracker_model.drop_rate = rate
+        return True
 
     def odometry_result(
         self,

@@ -284,12 +284,13 @@ class _EvalPipeline(AccumoPipeline):
 
     def _measure_tracker(
         self, frame: int, base_frame: int, tracked: np.ndarray, server_depth: np.ndarray
-    ) -> None:
-        super()._measure_tracker(frame, base_frame, tracked, server_depth)
-        stride = frame - base_frame
-        if stride >= self.config.tracker_min_stride and self.accuracy_source is not None:
+    ) -> bool:
+        ran = super()._measure_tracker(frame, base_frame, tracked, server_depth)
+        if ran and self.accuracy_source is not None:
             error = abs_rel(tracked, self.data.sequence.depth[frame])
-            self.true_tracker_rate = max(0.0, error - self.data.server_error[base_frame]) / stride
+            rate = max(0.0, error - self.data.server_error[base_frame]) / (frame - base_frame)
+            self.true_tracker_rate = rate
+        return ran
 
     def tracker_error(self, base_frame: int) -> float:
         """AbsRel vs ground truth of the warped server map of ``base_frame`` now.
