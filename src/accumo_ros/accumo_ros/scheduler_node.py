@@ -59,6 +59,11 @@ from accumo_ros.scheduler.pipeline import (
     PipelineConfig,
 )
 from accumo_ros.tasks.depth_nets import load_depth_net
+from accumo_ros.tasks.imu_filter import (
+    DEFAULT_LEVEL_GROUND,
+    DEFAULT_ROBUST_DISTANCE_SQ,
+    LevelGroundPrior,
+)
 from accumo_ros.tasks.odometry_model import OdometryModelSet
 from edge_offload.camera_model import PinholeCamera
 from edge_offload.image_convert import ImageFormatError, cv2_to_imgmsg, imgmsg_to_cv2
@@ -132,6 +137,30 @@ PARAMETERS = (
         'tracker_offload_offset', TRACKER_OFFLOAD_OFFSET, 'See tracker_offload_slope.', -10.0, 10.0
     ),
     ParamSpec(
+        'odometry_robust_distance_sq',
+        DEFAULT_ROBUST_DISTANCE_SQ,
+        'Odometry filter: a VO pose inside the gate but beyond this squared Mahalanobis '
+        'distance is fused with proportionally less weight; 0 = off.',
+        0.0,
+        1000.0,
+    ),
+    ParamSpec(
+        'level_ground_tilt_sigma_deg',
+        math.degrees(DEFAULT_LEVEL_GROUND.tilt_sigma_rad),
+        'Odometry filter: the robot drives on a level floor, its roll and pitch within this '
+        '(deg) and its vertical speed within level_ground_vertical_speed_sigma; 0 = off (a '
+        'robot that leaves the plane).',
+        0.0,
+        90.0,
+    ),
+    ParamSpec(
+        'level_ground_vertical_speed_sigma',
+        DEFAULT_LEVEL_GROUND.vertical_speed_sigma,
+        'See level_ground_tilt_sigma_deg (m/s).',
+        1e-3,
+        100.0,
+    ),
+    ParamSpec(
         'odometry_models',
         [],
         'Odometry accuracy model YAMLs, each measured at one latency; the one measured nearest '
@@ -201,6 +230,16 @@ class AccumoSchedulerNode(Node):
             tracker_offload_slope=config['tracker_offload_slope'],
             tracker_offload_offset=config['tracker_offload_offset'],
             fps=config['fps'],
+            odometry_robust_distance_sq=config['odometry_robust_distance_sq'] or None,
+            level_ground=(
+                LevelGroundPrior(
+                    math.radians(config['level_ground_tilt_sigma_deg']),
+                    config['level_ground_vertical_speed_sigma'],
+                    1.0 / config['fps'],
+                )
+                if config['level_ground_tilt_sigma_deg'] > 0.0
+                else None
+            ),
         )
         self._lite = load_depth_net('lite')
         self._odometry_models = OdometryModelSet.load(config['odometry_models'] or None)

@@ -23,6 +23,7 @@ from accumo_ros.simulation.trajectory import (
 from accumo_ros.tasks.imu_filter import (
     DelayedPoseFusion,
     ErrorStateKalmanFilter,
+    LevelGroundPrior,
     StaleSnapshotError,
     UnknownSnapshotError,
     exp_and_right_jacobian_so3,
@@ -119,7 +120,8 @@ def test_noise_free_prediction_reproduces_strapdown_integration(name):
     assert rotation_error.max() < 1e-4
 
 
-def test_delayed_fusion_equals_fusion_at_measurement_time():
+@pytest.mark.parametrize('ground_prior', [None, LevelGroundPrior()], ids=['plain', 'level'])
+def test_delayed_fusion_equals_fusion_at_measurement_time(ground_prior):
     truth, imu, rng = _simulate(TRAJECTORIES['yaw_sway'], 4.0, ImuNoise(), seed=7)
     # (offload sample, arrival sample): the first two overlap, so two snapshots are
     # outstanding at once; the last one arrives right after its offload.
@@ -127,9 +129,14 @@ def test_delayed_fusion_equals_fusion_at_measurement_time():
     measurements = {start: _perturbed_pose(truth.poses[start], rng) for start, _ in offloads}
     arrivals = {arrival: start for start, arrival in offloads}
 
-    reference = ErrorStateKalmanFilter(truth.poses[0], truth.velocity_world[0])
+    # With the level-ground prior, rolling back and re-predicting must also replay its
+    # updates at the same samples (its clock is part of the snapshot).
+    reference = ErrorStateKalmanFilter(
+        truth.poses[0], truth.velocity_world[0], ground_prior=ground_prior
+    )
     delayed = DelayedPoseFusion(
-        ErrorStateKalmanFilter(truth.poses[0], truth.velocity_world[0]), max_buffer=200
+        ErrorStateKalmanFilter(truth.poses[0], truth.velocity_world[0], ground_prior=ground_prior),
+        max_buffer=200,
     )
     for k in range(len(imu)):
         gyro, accel = imu.angular_velocity[k], imu.linear_acceleration[k]
@@ -586,6 +593,92 @@ def test_poses_rejected_in_a_row_reopen_the_velocity():
     assert final_velocity_error < 0.2 * stuck_velocity_error
     with pytest.raises(ValueError, match='max_consecutive_rejections'):
         ErrorStateKalmanFilter(max_consecutive_rejections=0)
+
+
+def test_a_pose_far_inside_the_gate_is_fused_with_less_weight():
+    """The robust weight: d² above robust_distance_sq scales the pose's covariance by d²/it.
+
+    A wrong VO pair just inside the gate (d² 19.8 against 22.46) otherwise moved a replay's
+    velocity by 1 m/s at once; the filter then refused the good pairs after it.
+    """
+    truth, imu, rng = _simulate(TRAJECTORIES['yaw_sway'], 2.0, ImuNoise(), seed=5)
+    kf = ErrorStateKalmanFilter(truth.poses[0], truth.velocity_world[0])
+    for k in range(len(imu)):
+        kf.predict(imu.angular_velocity[k], imu.linear_acceleration[k], _dt(imu.times, k))
+        if k > 0 and k % MEASUREMENT_STRIDE == 0:
+            assert kf.fuse_pose(_perturbed_pose(truth.poses[k], rng), POSE_COVARIANCE)
+    # Offsets along x: the pose's d² grows with the square of the offset.
+    direction = np.array([1.0, 0.0, 0.0])
+    probe = kf.copy()
+    probe.fuse_pose(make_poses(truth.poses[-1][:3, :3], truth.poses[-1][:3, 3]), POSE_COVARIANCE)
+    base = kf.copy()
+    unit = base.pose.copy()
+    unit[:3, 3] += 0.1 * direction
+    base.fuse_pose(unit, POSE_COVARIANCE)
+    per_offset_sq = base.last_mahalanobis_sq / 0.01  # d² of a 1 m offset (residual is linear)
+    results = {}
+    for d2 in (2.0, 15.0):
+        offset = np.sqrt(d2 / per_offset_sq)
+        measured = kf.pose.copy()
+        measured[:3, 3] += offset * direction
+        plain, robust = kf.copy(), kf.copy()
+        robust.robust_distance_sq = 4.0
+        assert plain.fuse_pose(measured, POSE_COVARIANCE)
+        assert robust.fuse_pose(measured, POSE_COVARIANCE)
+        assert robust.last_mahalanobis_sq == pytest.approx(d2, rel=1e-6)
+        results[d2] = (plain, robust)
+    # Near the prediction nothing changes; far out the pose pulls the state less.
+    plain, robust = results[2.0]
+    np.testing.assert_allclose(robust.pose, plain.pose, atol=1e-12)
+    assert robust.downweighted_count == 0
+    plain, robust = results[15.0]
+    assert robust.downweighted_count == 1
+    pulled = np.linalg.norm(plain.position - kf.position)
+    pulled_robust = np.linalg.norm(robust.position - kf.position)
+    assert 0.0 < pulled_robust < 0.6 * pulled
+    with pytest.raises(ValueError, match='robust_distance_sq'):
+        ErrorStateKalmanFilter(robust_distance_sq=0.0)
+
+
+def test_level_ground_prior_stops_a_gyro_bias_from_tilting_the_attitude():
+    """Without poses, a gyro bias tilts the attitude and gravity leaks into the velocity.
+
+    On level ground (the trajectory's camera sways by under 1°) the prior keeps the tilt
+    near the truth and the velocity error small; yaw, which it does not see, drifts alike.
+    The accelerometer bias is set near zero here: the prior cannot see it, and its own
+    drift would hide the gravity leak this test is about.
+    """
+    noise = ImuNoise(gyro_bias_sigma=np.radians(0.5), accel_bias_sigma=1e-4)
+    truth, imu, _ = _simulate(TRAJECTORIES['default'], 8.0, noise, seed=11)
+    plain = ErrorStateKalmanFilter(truth.poses[0], truth.velocity_world[0], noise)
+    level = ErrorStateKalmanFilter(
+        truth.poses[0], truth.velocity_world[0], noise, ground_prior=LevelGroundPrior()
+    )
+    up = np.array([0.0, 0.0, 1.0])
+    for k in range(len(imu)):
+        for kf in (plain, level):
+            kf.predict(imu.angular_velocity[k], imu.linear_acceleration[k], _dt(imu.times, k))
+
+    def tilt_deg(kf: ErrorStateKalmanFilter) -> float:
+        return float(
+            np.degrees(
+                np.arccos(np.clip((kf.rotation.T @ up) @ (truth.poses[-1][:3, :3].T @ up), -1, 1))
+            )
+        )
+
+    def velocity_error(kf: ErrorStateKalmanFilter) -> float:
+        return float(np.linalg.norm(kf.velocity - truth.velocity_world[-1]))
+
+    print(
+        f'tilt {tilt_deg(plain):.2f} -> {tilt_deg(level):.2f} deg, velocity error '
+        f'{velocity_error(plain):.2f} -> {velocity_error(level):.2f} m/s'
+    )
+    assert tilt_deg(plain) > 1.0
+    assert tilt_deg(level) < 0.5
+    assert velocity_error(level) < 0.5 * velocity_error(plain)
+    assert abs(level.velocity[2]) < 0.3
+    with pytest.raises(ValueError, match='tilt_sigma_rad'):
+        LevelGroundPrior(tilt_sigma_rad=0.0)
 
 
 def test_gyro_rotation_integrates_the_rates_between_two_times():

@@ -22,6 +22,7 @@ from accumo_ros.scheduler.pipeline import (
 from accumo_ros.simulation.sequence import SequenceConfig, SyntheticSequence
 from accumo_ros.simulation.sequence_bag import read_sequence_bag, write_sequence_bag
 from accumo_ros.tasks.depth_tracking import LOCAL_ALGORITHM, TRACKER
+from accumo_ros.tasks.imu_filter import LevelGroundPrior
 from accumo_ros.tasks.odometry_model import OdometryAccuracyModel, OdometryModelSet
 from accumo_ros.tools import evaluate, odometry_eval
 
@@ -323,6 +324,23 @@ def test_the_pipeline_refuses_an_unknown_tracker_model():
         PipelineConfig(tracker_model='oracle')
     with pytest.raises(ValueError, match='tracker_offload_slope'):
         PipelineConfig(tracker_offload_slope=0.0)
+    with pytest.raises(ValueError, match='odometry_robust_distance_sq'):
+        PipelineConfig(odometry_robust_distance_sq=-1.0)
+
+
+def test_the_odometry_filter_gets_the_configured_robust_weight_and_ground_prior(data):
+    """The odometry filter takes both settings; the IMU-only filter dead-reckons plainly."""
+    prior = LevelGroundPrior(tilt_sigma_rad=0.03)
+    config = PipelineConfig(odometry_robust_distance_sq=5.0, level_ground=prior)
+    pipeline = _stationary_pipeline(data, np.zeros(3), config)
+    assert pipeline.fusion.filter.robust_distance_sq == 5.0
+    assert pipeline.fusion.filter.ground_prior == prior
+    assert pipeline.imu_only.filter.robust_distance_sq is None
+    assert pipeline.imu_only.filter.ground_prior is None
+    plain = PipelineConfig(odometry_robust_distance_sq=None, level_ground=None)
+    off = _stationary_pipeline(data, np.zeros(3), plain)
+    assert off.fusion.filter.robust_distance_sq is None
+    assert off.fusion.filter.ground_prior is None
 
 
 def test_abs_rel_counts_pixels_without_a_prediction_as_fully_wrong():

@@ -51,8 +51,11 @@ from accumo_ros.tasks.depth_tracking import (
     warp_depth,
 )
 from accumo_ros.tasks.imu_filter import (
+    DEFAULT_LEVEL_GROUND,
+    DEFAULT_ROBUST_DISTANCE_SQ,
     DelayedPoseFusion,
     ErrorStateKalmanFilter,
+    LevelGroundPrior,
     gyro_rotation,
 )
 from accumo_ros.tasks.odometry_model import (
@@ -117,6 +120,10 @@ class PipelineConfig:
     fps: float = 60.0
     # VO pairs measure from a keyframe (see KeyframePolicy); max_frames=0: frame to frame.
     keyframes: KeyframePolicy = field(default_factory=KeyframePolicy)
+    # The odometry filter's robust weight and level-ground prior (imu_filter's module
+    # docstring; None: off). Not the IMU-only filter: it dead-reckons by definition.
+    odometry_robust_distance_sq: float | None = DEFAULT_ROBUST_DISTANCE_SQ
+    level_ground: LevelGroundPrior | None = DEFAULT_LEVEL_GROUND
 
     def __post_init__(self) -> None:
         if self.tracker_model_period < 1:
@@ -135,6 +142,9 @@ class PipelineConfig:
             raise ValueError('tracker_offload_slope must be finite and positive')
         if not math.isfinite(self.tracker_offload_offset):
             raise ValueError('tracker_offload_offset must be finite')
+        robust = self.odometry_robust_distance_sq
+        if robust is not None and not (robust > 0.0 and math.isfinite(robust)):
+            raise ValueError(f'odometry_robust_distance_sq must be positive, got {robust}')
 
 
 @dataclass(frozen=True)
@@ -256,7 +266,13 @@ class AccumoPipeline:
             ErrorStateKalmanFilter(initial_pose, initial_velocity, noise)
         )
         self.fusion = DelayedPoseFusion(
-            ErrorStateKalmanFilter(initial_pose, initial_velocity, noise)
+            ErrorStateKalmanFilter(
+                initial_pose,
+                initial_velocity,
+                noise,
+                robust_distance_sq=self.config.odometry_robust_distance_sq,
+                ground_prior=self.config.level_ground,
+            )
         )
         self.tracker_model = DepthTrackerAccuracyModel(
             intrinsics,

@@ -100,7 +100,7 @@ STRIDE_LIMIT_LATENCIES = (5, 4)
 MIN_DEPTH, MAX_DEPTH = 1e-3, 80.0
 # Part of the cached oracle drops' file name: change it whenever the filter or the VO
 # changes what a replay computes (the settings in the name do not cover code changes).
-WINDOW_DROPS_VERSION = 'g3'
+WINDOW_DROPS_VERSION = 'g4'  # g4: robust weight and level-ground prior
 
 
 def abs_rel(predicted: np.ndarray, truth: np.ndarray) -> float:

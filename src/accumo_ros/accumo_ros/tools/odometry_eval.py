@@ -54,8 +54,11 @@ from accumo_ros.simulation.dataset import SequenceEntry, load_index, split_paths
 from accumo_ros.simulation.imu import ImuNoise
 from accumo_ros.simulation.sequence_bag import LoadedSequence, read_sequence_bag
 from accumo_ros.tasks.imu_filter import (
+    DEFAULT_LEVEL_GROUND,
+    DEFAULT_ROBUST_DISTANCE_SQ,
     DelayedPoseFusion,
     ErrorStateKalmanFilter,
+    LevelGroundPrior,
     gyro_rotation,
 )
 from accumo_ros.tasks.odometry_model import (
@@ -143,13 +146,22 @@ class FusedOdometryRun:
         latency: int,
         noise: ImuNoise,
         keyframes: KeyframePolicy | None = None,
+        *,
+        robust_distance_sq: float | None = DEFAULT_ROBUST_DISTANCE_SQ,
+        level_ground: LevelGroundPrior | None = DEFAULT_LEVEL_GROUND,
     ) -> None:
         self.sequence = sequence
         self.vo = vo
         self.latency = latency
         self.keyframes = keyframes
         truth = sequence.frame_poses()
-        self.filter = ErrorStateKalmanFilter(truth[0], sequence.velocities_world[0], noise)
+        self.filter = ErrorStateKalmanFilter(
+            truth[0],
+            sequence.velocities_world[0],
+            noise,
+            robust_distance_sq=robust_distance_sq,
+            ground_prior=level_ground,
+        )
         self.fusion = DelayedPoseFusion(self.filter)
         self.poses = np.empty_like(truth)
         self.frame = 0  # the next frame to process
@@ -248,8 +260,11 @@ def periodic_offloads(
 
 
 def imu_only_rotations(sequence: LoadedSequence, noise: ImuNoise) -> np.ndarray:
-    """Body-to-world rotations of the IMU-only filter at every frame (N, 3, 3)."""
-    run = FusedOdometryRun(sequence, None, (), 0, noise)
+    """Body-to-world rotations of the IMU-only filter at every frame (N, 3, 3).
+
+    As the pipeline's IMU-only filter: no level-ground prior.
+    """
+    run = FusedOdometryRun(sequence, None, (), 0, noise, level_ground=None)
     run.run_to(len(sequence.frame_times))
     return run.poses[:, :3, :3]
 
