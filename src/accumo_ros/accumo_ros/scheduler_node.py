@@ -630,7 +630,7 @@ class AccumoSchedulerNode(Node):
         staleness = pipeline.staleness()
         message.staleness_frames = [0 if s is None else min(int(s), 2**32 - 1) for s in staleness]
         message.predicted_drop = [
-            float(min(e.drop_rate * (s if s is not None else 0), e.local_drop))
+            float(e.drop(s if s is not None else 0))
             for e, s in zip(estimates, staleness, strict=True)
         ]
         message.use_local_algorithm = [depth_source != 'tracker', False]

@@ -44,7 +44,8 @@ def _reference_cost(plan, latencies, frame, last_offloads, estimates, weights) -
                 pending[j] = f
             stride = f - (frame - UNSEEN_STRIDE if completed[j] is None else completed[j])
             estimate = estimates[j]
-            total += weights[j] * min(estimate.drop_rate * stride, estimate.local_drop)
+            charged = max(0, stride - estimate.free_stride)
+            total += weights[j] * min(estimate.drop_rate * charged, estimate.local_drop)
     return total
 
 
@@ -106,6 +107,7 @@ def test_vectorised_simulation_equals_the_spec_pseudocode(latencies) -> None:  #
             AccuracyEstimate(
                 float(rng.uniform(0.0, 0.02)),
                 math.inf if rng.random() < 0.4 else float(rng.uniform(0.0, 0.3)),
+                0.0 if rng.random() < 0.5 else float(rng.integers(1, 20)),
             )
             for _ in range(count)
         ]
@@ -136,6 +138,22 @@ def test_the_task_losing_accuracy_faster_gets_the_frame() -> None:
     odometry_first = MpcScheduler(_tasks(), merge=weighted_sum([1.0, 4.0]))
     assert depth_first.decide(100, [80, 80], even).task == DEPTH
     assert odometry_first.decide(100, [80, 80], even).task == ODOMETRY
+
+
+def test_strides_a_model_counts_free_buy_nothing() -> None:
+    estimate = AccuracyEstimate(0.01, local_drop=0.25, free_stride=28)
+    np.testing.assert_allclose(estimate.drop(np.array([0, 14, 28, 38, 100])), [0, 0, 0, 0.1, 0.25])
+    # Odometry weighs four times depth, at the same rate and staleness: it gets the frame,
+    # unless no stride the horizon can reach is past its free part.
+    scheduler = MpcScheduler(_tasks((14, 14)), horizon=42, merge=weighted_sum([1.0, 4.0]))
+    free = [AccuracyEstimate(0.01), AccuracyEstimate(0.01, free_stride=56)]
+    assert scheduler.decide(100, [86, 86], free).task == DEPTH
+    charged = [AccuracyEstimate(0.01), AccuracyEstimate(0.01)]
+    assert scheduler.decide(100, [86, 86], charged).task == ODOMETRY
+    with pytest.raises(ValueError, match='free_stride'):
+        AccuracyEstimate(0.01, free_stride=-1.0)
+    with pytest.raises(ValueError, match='free_stride'):
+        AccuracyEstimate(0.01, free_stride=math.nan)
 
 
 def test_a_task_without_results_is_offloaded_first() -> None:

@@ -58,9 +58,13 @@ def data(tmp_path_factory) -> evaluate.SequenceData:
     )
 
 
-def _run(data, scheduler, weights=None):
+def _run(data, scheduler, weights=None, odometry_model=None):
     return evaluate.run_scheduler(
-        data, scheduler, weights, evaluate.LatencyModel(TWO_FRAMES), OdometryAccuracyModel.load()
+        data,
+        scheduler,
+        weights,
+        evaluate.LatencyModel(TWO_FRAMES),
+        odometry_model or OdometryAccuracyModel.load(),
     )
 
 
@@ -145,11 +149,33 @@ def test_local_only_uses_the_lite_net_and_the_imu(data):
 
 
 def test_accumo_gives_depth_more_offloads_when_depth_weighs_more(data):
-    depth_heavy = _run(data, 'accumo', (4.0, 1.0))
-    odometry_heavy = _run(data, 'accumo', (1.0, 4.0))
+    # A model that charges odometry from stride 4 on (the dissertation's), so that the
+    # weights decide every offload.
+    charged = OdometryAccuracyModel(0.01, 0.01)
+    depth_heavy = _run(data, 'accumo', (4.0, 1.0), charged)
+    odometry_heavy = _run(data, 'accumo', (1.0, 4.0), charged)
     assert depth_heavy.offloads[DEPTH] > odometry_heavy.offloads[DEPTH]
     assert depth_heavy.offloads[ODOMETRY] < odometry_heavy.offloads[ODOMETRY]
     assert depth_heavy.decision_ms_p50 > 0.0
+
+
+def test_accumo_buys_no_odometry_stride_its_model_counts_free(data):
+    free = OdometryAccuracyModel.load().base_stride
+    charged = _run(data, 'accumo', (1.0, 4.0), OdometryAccuracyModel(0.01, 0.01))
+    packaged = _run(data, 'accumo', (1.0, 4.0))
+
+    def odometry_gaps(result):
+        return np.diff([i for i, task in enumerate(result.offloaded) if task in (ODOMETRY, 2)])
+
+    # Odometry is free for longer than the evaluator's stride limit (scaled to these 2-frame
+    # latencies) allows it to wait: every odometry offload is one the limit forced.
+    limit = math.ceil(
+        evaluate.DEFAULT_STRIDE_LIMITS[ODOMETRY] * 4 / sum(evaluate.STRIDE_LIMIT_LATENCIES)
+    )
+    assert limit < free
+    assert np.median(odometry_gaps(packaged)) == limit
+    assert np.median(odometry_gaps(charged)) < limit / 2
+    assert packaged.offloads[DEPTH] > charged.offloads[DEPTH]
 
 
 def test_the_tracker_model_updates_once_depth_is_six_frames_stale(data):
@@ -212,9 +238,12 @@ def test_the_odometry_model_follows_the_odometry_latency(data):
     pipeline.add_imu(s.imu_times[0], s.angular_velocity[0], s.linear_acceleration[0])
     pipeline.begin_frame(0, s.frame_times[0], s.rgb[0])
     assert pipeline.model_estimates()[ODOMETRY].drop_rate == pytest.approx(0.01 / 4)
+    assert pipeline.model_estimates()[ODOMETRY].free_stride == 4
     pipeline.set_latency_frames((14, 15))  # the link slowed down
     assert pipeline.odometry_model is slow
+    # Strides up to the one the model raised from cost nothing it measured.
     assert pipeline.model_estimates()[ODOMETRY].drop_rate == pytest.approx(0.02 / 14)
+    assert pipeline.model_estimates()[ODOMETRY].free_stride == 14
     pipeline.set_latency_frames((5, 4))
     assert pipeline.odometry_model is fast
 

@@ -15,7 +15,8 @@ drop each plan causes and offloads the current frame for the first task of the b
 * **Simulation**: an offload of task ``j`` started at frame ``o`` is usable from ``o + L_j``
   on; the task's stride at frame ``f`` is ``f − c_j(f)``, with ``c_j(f)`` its latest usable
   offload; its drop is ``δ_j(f) = min(r_j · s_j(f), d_j)`` (tracker drop rate ``r_j``,
-  local-algorithm drop ``d_j``, ``+∞`` without a local algorithm). The plan's cost is
+  local-algorithm drop ``d_j``, ``+∞`` without a local algorithm; ``s_j`` less the stride
+  the task's model measured as free, :class:`AccuracyEstimate`). The plan's cost is
   ``accuracy_merge`` of all ``δ`` over the horizon; :func:`weighted_sum` is the
   dissertation's ``Σ_f Σ_j w_j δ_j(f)``. A task with no usable offload yet counts as
   :data:`UNSEEN_STRIDE` frames stale, so a plan that brings its first result earlier costs
@@ -77,16 +78,30 @@ class TaskSpec:
 
 @dataclass(frozen=True)
 class AccuracyEstimate:
-    """The latest accuracy estimates of one task, held over the horizon."""
+    """The latest accuracy estimates of one task, held over the horizon.
+
+    ``free_stride`` is the stride up to which the task's accuracy model measured no cost:
+    the drop is ``min(r · max(0, s − free_stride), d)``. An odometry model measured by
+    raising the stride from ``b`` to ``2b`` says nothing about strides below ``b`` (the fused
+    odometry is as good at half the offload rate), so the scheduler must not buy them.
+    """
 
     drop_rate: float  # r_j: tracker accuracy drop per frame of stride
     local_drop: float = math.inf  # d_j: local-algorithm drop; inf = no local algorithm
+    free_stride: float = 0.0  # frames of stride that cost nothing
 
     def __post_init__(self) -> None:
         if not (self.drop_rate >= 0.0 and math.isfinite(self.drop_rate)):
             raise ValueError(f'drop_rate must be finite and >= 0, got {self.drop_rate}')
         if not self.local_drop >= 0.0:  # also refuses NaN
             raise ValueError(f'local_drop must be >= 0 (or inf), got {self.local_drop}')
+        if not (self.free_stride >= 0.0 and math.isfinite(self.free_stride)):
+            raise ValueError(f'free_stride must be finite and >= 0, got {self.free_stride}')
+
+    def drop(self, stride: float | np.ndarray) -> float | np.ndarray:
+        """Return the drop ``δ`` at ``stride`` frames since the latest usable result."""
+        charged = np.maximum(np.asarray(stride, dtype=float) - self.free_stride, 0.0)
+        return np.minimum(self.drop_rate * charged, self.local_drop)
 
 
 @dataclass(frozen=True)
@@ -290,7 +305,7 @@ class MpcScheduler:
         for j, (last, estimate) in enumerate(zip(last_offloads, estimates, strict=True)):
             before = -UNSEEN_STRIDE if last is None else last - frame
             stride = steps - np.maximum(plans.usable[j][chosen], before)
-            drops[:, :, j] = np.minimum(estimate.drop_rate * stride, estimate.local_drop)
+            drops[:, :, j] = estimate.drop(stride)
         return drops
 
     def _feasible(

@@ -352,7 +352,10 @@ class AccumoPipeline:
             )
         else:
             speed = 0.0
-        return depth, AccuracyEstimate(self.odometry_model.drop_rate(speed))
+        odometry = AccuracyEstimate(
+            self.odometry_model.drop_rate(speed), free_stride=self.odometry_model.base_stride
+        )
+        return depth, odometry
 
     def estimates(self) -> tuple[AccuracyEstimate, ...]:
         """Return the estimates the scheduler uses (the models', or the accuracy source's)."""

@@ -12,6 +12,13 @@ regression of the drop on the angular velocity, fitted offline, and at run time 
 angular velocity of the last window (from the IMU-only filter) maps through it to a drop
 per frame of stride: ``r = max(0, a + b·ω) / (8 - 4)``.
 
+What the model did not measure it does not claim: strides up to ``base_stride`` count as
+free (``AccuracyEstimate.free_stride`` in the scheduler). The base stride is where the fused
+odometry's t_err starts to grow with the stride, measured on the calibration set
+(``benchmarks/accumo_odometry_strides.py``, :func:`measured_free_stride`): with the robust
+filter, VO every 42 frames is as good as every 15 at 14 frames' latency, and every 32 as good
+as every 5 at 4 frames, so the scheduler must not pay depth offloads for shorter strides.
+
 The fit is a linear programme (Koenker & Bassett 1978; the same formulation as
 scikit-learn's ``QuantileRegressor``), solved with ``scipy.optimize.linprog`` (HiGHS).
 The committed coefficients are made by :mod:`accumo_ros.tools.odometry_eval` on the train split
@@ -77,6 +84,29 @@ def window_angular_speed(
     return float(rotation_angles(relative)) / duration_s
 
 
+def measured_free_stride(
+    increases: dict[int, float], reference: float, tolerance: float = 0.1
+) -> int:
+    """Return the largest stride below the first whose t_err increase is measurable.
+
+    ``increases`` maps each stride to the median, over sequences, of its t_err minus the
+    shortest stride's on the same sequence (the shortest maps to 0). A stride costs
+    measurably when that median is above ``tolerance · reference`` (the shortest stride's
+    mean t_err). The median, because one filter upset moves a room's t_err by points in
+    either direction, and a handful of rooms cannot average that out. Raises ValueError on
+    an empty mapping.
+    """
+    if not increases:
+        raise ValueError('need the t_err increase of at least one stride')
+    strides = sorted(increases)
+    chosen = strides[0]
+    for stride in strides[1:]:
+        if increases[stride] > tolerance * reference:
+            break
+        chosen = stride
+    return chosen
+
+
 @dataclass(frozen=True)
 class OdometryAccuracyModel:
     """The fitted bound ``drop ≤ intercept + slope · ω`` and how it was measured.
@@ -85,9 +115,10 @@ class OdometryAccuracyModel:
     ``base_stride`` and ``raised_stride`` the strides compared, ``latency_frames`` how late
     the VO poses were fused while measuring; the drop is a fraction of t_err (0.01 = one
     percentage point). The dissertation measured at its link's latency (4 frames, strides
-    4 and 8); on a slower link the scheduler works at strides of at least the latency, so
-    a model for it is measured there (``odometry_eval --fit --latency 14 --base-stride 14
-    --raised-stride 28 --window-frames 56``).
+    4 and 8). Here each model is measured at its link's latency, from the stride up to which
+    the calibration set showed no cost: the packaged ones at 4 frames from stride 32 to 48,
+    at 14 frames (a 16 Mbit/s link) from 42 to 56 (``accumo_odometry_eval --fit --latency 14
+    --base-stride 42 --raised-stride 56 --window-frames 112``).
     """
 
     intercept: float
@@ -119,7 +150,12 @@ class OdometryAccuracyModel:
         return np.maximum(0.0, self.intercept + self.slope * np.asarray(angular_speed))
 
     def drop_rate(self, angular_speed: float) -> float:
-        """Drop per frame of stride (the scheduler's ``r_odom``), linear in stride."""
+        """Drop per frame of stride beyond ``base_stride`` (the scheduler's ``r_odom``).
+
+        The model measured raising the stride from ``base_stride``; what strides below it
+        cost, it did not measure, and the scheduler counts them free
+        (``AccuracyEstimate.free_stride``).
+        """
         bound = float(self.drop_bound(angular_speed))
         return bound / (self.raised_stride - self.base_stride)
 
@@ -186,6 +222,6 @@ class OdometryModelSet:
         """One line per model: how it was measured."""
         return '; '.join(
             f'latency {m.latency_frames}: stride {m.base_stride}->{m.raised_stride} over '
-            f'{m.window_frames} frames, q{m.quantile:g}'
+            f'{m.window_frames} frames, q{m.quantile:g}, free up to {m.base_stride}'
             for m in self.models
         )

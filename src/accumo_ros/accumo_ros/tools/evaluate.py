@@ -352,7 +352,8 @@ def _oracle(  # noqa: ANN202
         drop = data.odometry_window_drops.get(
             start, data.odometry_window_drops.get(start - window, 0.0)
         )
-        return [depth, AccuracyEstimate(max(0.0, drop) / stride_step)]
+        rate = max(0.0, drop) / stride_step
+        return [depth, AccuracyEstimate(rate, free_stride=odometry_model.base_stride)]
 
     return estimates
 
