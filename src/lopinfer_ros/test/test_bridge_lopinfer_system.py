@@ -71,6 +71,16 @@ def _save_plan_table(plan_dir, image: np.ndarray, device_factor: float) -> None:
     table.save(path)
 
 
+def _offload_once_connected(ros_executor, client, image: np.ndarray, timeout_s: float = 30.0):
+    """Offload ``image`` until a goal no longer falls back (the bridge has connected)."""
+    deadline = time.monotonic() + timeout_s
+    result = _offload(ros_executor, client, image)
+    while result.fell_back and time.monotonic() < deadline:
+        time.sleep(0.2)
+        result = _offload(ros_executor, client, image)
+    return result
+
+
 def _start_server_and_bridge(ros_processes, tmp_path, **lopinfer_options):
     """Start the edge server and a lopinfer bridge with ``lopinfer.<option>`` parameters."""
     keys = make_test_keys(tmp_path / 'keys')
@@ -142,12 +152,7 @@ def test_bridge_runs_lopinfer_with_its_ros_parameters(
     ).results[0]
     assert not refused.successful  # below the declared range
 
-    # Until the bridge has connected, goals fall back; then they run the plan.
-    deadline = time.monotonic() + 30.0
-    result = _offload(ros_executor, client, images[0])
-    while result.fell_back and time.monotonic() < deadline:
-        time.sleep(0.2)
-        result = _offload(ros_executor, client, images[0])
+    result = _offload_once_connected(ros_executor, client, images[0])
     assert not result.fell_back, result.fallback_reason + ros_processes.output(bridge)
     for image in images:
         result = _offload(ros_executor, client, image)
@@ -183,7 +188,9 @@ def test_plugin_warnings_reach_rosout(tmp_path, ros_context, ros_executor, ros_p
     assert spin_until(ros_executor, client.server_is_ready, timeout_s=30.0), (
         'bridge action server never appeared:\n' + ros_processes.output(bridge)
     )
-    _offload(ros_executor, client, image)
+    # The mode (and its plan-table check) runs only once the bridge has connected.
+    result = _offload_once_connected(ros_executor, client, image)
+    assert not result.fell_back, result.fallback_reason + ros_processes.output(bridge)
 
     def warned() -> bool:
         return any(
