@@ -82,8 +82,9 @@ class AccuracyEstimate:
 
     ``free_stride`` is the stride up to which the task's accuracy model measured no cost:
     the drop is ``min(r · max(0, s − free_stride), d)``. An odometry model measured by
-    raising the stride from ``b`` to ``2b`` says nothing about strides below ``b`` (the fused
-    odometry is as good at half the offload rate), so the scheduler must not buy them.
+    raising the stride from ``b`` says nothing about strides below ``b`` (``b`` is where the
+    calibration set's fused odometry stopped being as good as at the latency), so the
+    scheduler must not spend offloads on them.
     """
 
     drop_rate: float  # r_j: tracker accuracy drop per frame of stride
