@@ -22,7 +22,9 @@ from accumo_ros.tools.evaluate import (
     abs_rel,
     report,
     run_scheduler,
+    scheduler_variant,
 )
+from accumo_ros.tools.evaluate import main as evaluate_main
 
 SERVER_SCALE, LITE_SCALE = 1.05, 1.25  # the stand-in nets' depth = truth x scale
 WINDOW = 32
@@ -100,6 +102,24 @@ def test_the_oracle_measures_odometry_as_the_model_in_use_was(data: SequenceData
     assert run.drop_rates
     for frame, _depth_rate, odometry_rate in run.drop_rates:
         assert odometry_rate == pytest.approx(drops[frame // 16 * 16] / 8.0)
+
+
+def test_any_static_ratio_runs_with_the_local_algorithm(data: SequenceData) -> None:
+    assert scheduler_variant('wrr:4:1+la') == ('wrr:4:1', True, False)
+    assert scheduler_variant('rr+la') == ('rr', True, False)
+    assert scheduler_variant('wrr:4:1') == ('wrr:4:1', False, False)
+    assert scheduler_variant('la') == ('la', True, False)
+    model, latencies = OdometryAccuracyModel(0.005, 0.01), LatencyModel.load(None)
+    with_la = run_scheduler(data, 'wrr:4:1+la', None, latencies, model)
+    without = run_scheduler(data, 'wrr:4:1', None, latencies, model)
+    # The same ratio (four depth offloads to one odometry), one with the lite net to fall
+    # back on: only the depth source differs.
+    assert with_la.offloads == without.offloads
+    assert with_la.offloads[0] >= 3 * with_la.offloads[1]
+    assert with_la.odometry_t_err == pytest.approx(without.odometry_t_err)
+    assert without.depth_sources.get('local_algorithm', 0) == 0
+    # A bad ratio is refused before any work.
+    assert evaluate_main(['--dataset', '.', '--output', '.', '--schedulers', 'wrr:4+la']) == 2
 
 
 def test_latency_files_are_read_and_drawn_from(tmp_path) -> None:  # noqa: ANN001

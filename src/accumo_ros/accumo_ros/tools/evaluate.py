@@ -86,6 +86,22 @@ VARIANTS = {
     'accumo-clairvoyant': ('accumo', True, 'now'),
 }
 WEIGHTED = ('accumo-no-la', 'accumo', 'accumo-oracle', 'accumo-clairvoyant')
+LOCAL_ALGORITHM_SUFFIX = '+la'
+
+
+def scheduler_variant(name: str) -> tuple[str, bool, bool | str]:
+    """Return (policy, local algorithm, oracle) of a scheduler name.
+
+    Besides :data:`VARIANTS`, any static policy with ``+la`` (``wrr:4:1+la``) runs with
+    AccuMO's local depth algorithm, as ``rr+la`` does: the same ratio, no MPC.
+    """
+    if name in VARIANTS:
+        return VARIANTS[name]
+    if name.endswith(LOCAL_ALGORITHM_SUFFIX) and name != LOCAL_ALGORITHM_SUFFIX:
+        return name[: -len(LOCAL_ALGORITHM_SUFFIX)], True, False
+    return name, name == 'la', False
+
+
 ORACLES = ('accumo-oracle', 'accumo-clairvoyant')
 # The dissertation's measured E2E offload latencies and server times (802.11ac + 2080 Ti).
 DISSERTATION_LATENCIES = {
@@ -499,7 +515,7 @@ def run_scheduler(
     Of an odometry model set, the pipeline uses the one measured nearest the odometry
     latency in use; the oracles measure as the one for the default latency.
     """
-    policy_name, use_la, oracle = VARIANTS.get(scheduler, (scheduler, scheduler == 'la', False))
+    policy_name, use_la, oracle = scheduler_variant(scheduler)
     s = data.sequence
     config = config or PipelineConfig(use_local_algorithm=use_la, fps=data.fps)
     default_frames = latency_model.default_frames(data.fps)
@@ -920,7 +936,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         '--schedulers',
         default=','.join((*STATIC_BASELINES, *VARIANTS)),
-        help='comma-separated schedulers',
+        help="comma-separated schedulers; a static one with '+la' runs AccuMO's local depth "
+        'algorithm too (wrr:4:1+la)',
     )
     parser.add_argument('--weights', default='4:1,2:1,1:1,1:2,1:4', help='depth:odometry ratios')
     add_vo_prior_argument(parser)
@@ -939,8 +956,9 @@ def main(argv: list[str] | None = None) -> int:
         weights = [tuple(float(v) for v in w.split(':')) for w in args.weights.split(',')]
         schedulers = [s.strip() for s in args.schedulers.split(',') if s.strip()]
         for scheduler in schedulers:
-            if scheduler not in VARIANTS:
-                make_policy(scheduler, 2, None) if scheduler != 'accumo' else None
+            policy_name = scheduler_variant(scheduler)[0]
+            if policy_name != 'accumo':
+                make_policy(policy_name, 2, None)  # raises on an unknown name
     except (ValueError, OSError) as error:
         print(f'accumo_evaluate: {error}', file=sys.stderr)
         return 2
