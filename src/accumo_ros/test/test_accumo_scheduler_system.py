@@ -133,7 +133,15 @@ def test_scheduler_offloads_depth_and_odometry_to_the_server(
     # Results came back: the depth tracker ran from a server map with a measured latency.
     assert any(d.staleness_frames[0] < 60 and not d.use_local_algorithm[0] for d in decisions)
     assert any(d.solve_time_s > 0.0 for d in decisions if d.offloaded_task_index >= 0)
-    assert 'failed' not in log, log
+    # The test sees the bridge connected before frames flow, but the scheduler's own action
+    # client may discover it a moment later: an offload refused for that reason falls back
+    # to the local algorithms for 2 s, as it should. Any other failure is a defect.
+    failures = [
+        line
+        for line in log.splitlines()
+        if 'failed' in line and 'offload bridge not available' not in line
+    ]
+    assert not failures, log
 
 
 def test_scheduler_without_a_server_keeps_publishing_from_local_algorithms(
