@@ -100,7 +100,8 @@ PARAMETERS = (
     ParamSpec(
         'odometry_stride_limit',
         26,
-        'Most frames between odometry offloads (scaled as depth_stride_limit); 0 = none.',
+        'Most frames between odometry offloads (scaled as depth_stride_limit, and at most '
+        "the odometry accuracy model's stride_limit); 0 = none.",
         0,
         10000,
     ),

@@ -218,6 +218,30 @@ def test_measured_latencies_give_a_new_plan_set() -> None:
         scheduler.with_latencies([5])
 
 
+def test_a_stride_cap_bounds_the_scaled_limit() -> None:
+    """A cap (the longest stride an accuracy model covers) lowers the scaled limit only."""
+    scheduler = MpcScheduler(_tasks(limits=(25, 26)))
+    capped = scheduler.with_latencies([14, 15], [None, 56])
+    assert [t.stride_limit for t in capped.tasks] == [81, 56]  # 26 scaled: 84
+    # Above the scaled limit, or absent, it changes nothing; below the latency it cannot go.
+    assert [t.stride_limit for t in scheduler.with_latencies([5, 4], [None, 48]).tasks] == [
+        25,
+        26,
+    ]
+    assert scheduler.with_latencies([14, 15], [None, 10]).tasks[1].stride_limit == 15
+    # The cap is not inherited: the next change scales from the configured limits again.
+    assert capped.with_latencies([14, 15]).tasks[1].stride_limit == 84
+    # Odometry whose stride costs nothing still goes before the cap: 45 frames stale, a
+    # depth offload first (14 frames) would take it past 56; uncapped, depth goes.
+    estimates = [AccuracyEstimate(0.05), AccuracyEstimate(0.0)]
+    decision = capped.decide(400, [386, 355], estimates)
+    assert not decision.fallback
+    assert decision.task == 1
+    assert scheduler.with_latencies([14, 15]).decide(400, [386, 355], estimates).task == 0
+    with pytest.raises(ValueError, match='2 tasks'):
+        scheduler.with_latencies([5, 4], [None])
+
+
 def test_bad_inputs_are_refused() -> None:
     with pytest.raises(ValueError, match='latency_frames'):
         TaskSpec('depth', 0)

@@ -121,6 +121,11 @@ def test_the_packaged_models_cover_the_fast_and_the_16_mbit_link():
         # Strides below the base one cost nothing measurable on the calibration set.
         curve = provenance['base_stride_from']
         assert curve['free_stride'] == model.base_stride > model.latency_frames
+        # No longer stride than the model measured: the scheduler plans none past it.
+        assert model.stride_limit == model.raised_stride
+        assert 'stride_limit_from' in provenance
+    with pytest.raises(ValueError, match='stride_limit'):
+        OdometryAccuracyModel(0.01, 0.0, stride_limit=6)  # raised_stride 8 was measured
 
 
 def test_the_free_stride_ends_at_the_first_measurable_cost():

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from accumo_ros.geometry import rotation_angles
+from accumo_ros.scheduler.mpc import MpcScheduler, TaskSpec
 from accumo_ros.scheduler.offload_latency import OffloadLatencyEstimator, OffloadSample
 from accumo_ros.scheduler.offload_policies import make_policy
 from accumo_ros.scheduler.pipeline import (
@@ -246,6 +247,42 @@ def test_the_odometry_model_follows_the_odometry_latency(data):
     assert pipeline.model_estimates()[ODOMETRY].free_stride == 14
     pipeline.set_latency_frames((5, 4))
     assert pipeline.odometry_model is fast
+
+
+def test_the_odometry_model_bounds_the_mpc_stride(data):
+    """The MPC plans no odometry stride past the longest the model in use measured."""
+    s = data.sequence
+    fast = OdometryAccuracyModel(0.01, 0.0, window_frames=96, base_stride=32, raised_stride=48)
+    slow = OdometryAccuracyModel(
+        0.02,
+        0.0,
+        window_frames=112,
+        base_stride=42,
+        raised_stride=56,
+        latency_frames=14,
+        stride_limit=56,
+    )
+    tasks = [TaskSpec('depth', 5, 25), TaskSpec('odometry', 4, 26)]
+    pipeline = AccumoPipeline(
+        s.intrinsics,
+        make_policy('accumo', 2, MpcScheduler(tasks)),
+        lambda frame, _rgb: data.lite_depth[frame],
+        OdometryModelSet([fast, slow]),
+        initial_pose=data.truth[0],
+        initial_velocity=s.velocities_world[0],
+        latency_frames=(14, 15),
+    )
+    pipeline.add_imu(s.imu_times[0], s.angular_velocity[0], s.linear_acceleration[0])
+    pipeline.begin_frame(0, s.frame_times[0], s.rgb[0])
+    pipeline.decide()
+    # 26 frames at (5, 4) scale to 84 at (14, 15); the slow model measured up to 56.
+    assert [t.stride_limit for t in pipeline.policy.scheduler.tasks] == [81, 56]
+    for task in pipeline.outstanding:
+        pipeline.offload_failed(task, 0)
+    pipeline.set_latency_frames((5, 4))  # the fast model states no limit: the configured one
+    pipeline.begin_frame(1, s.frame_times[1], s.rgb[1])
+    pipeline.decide()
+    assert [t.stride_limit for t in pipeline.policy.scheduler.tasks] == [25, 26]
 
 
 def _stationary_pipeline(

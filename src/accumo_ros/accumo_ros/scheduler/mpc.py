@@ -225,27 +225,34 @@ class MpcScheduler:
         self.merge = merge or weighted_sum([1.0] * len(self.tasks))
         self.max_in_a_row = max_in_a_row
 
-    def with_latencies(self, latencies: Sequence[int]) -> MpcScheduler:
+    def with_latencies(
+        self, latencies: Sequence[int], stride_caps: Sequence[int | None] | None = None
+    ) -> MpcScheduler:
         """Return a scheduler with the same settings and new per-task latencies (frames).
 
         Stride limits scale by the ratio of the new round-robin period ``Σ L`` to the one
         of the latencies this scheduler's lineage was built with (rounded up, and never
         below the task's new latency), so repeated changes do not compound rounding.
+        ``stride_caps`` (per task, None = none) then lowers a limit to the longest stride
+        the task's accuracy model covers: beyond it, the model's cost is extrapolation.
         """
         if len(latencies) != len(self.tasks):
             raise ValueError(f'{len(latencies)} latencies for {len(self.tasks)} tasks')
+        caps = list(stride_caps) if stride_caps is not None else [None] * len(self.tasks)
+        if len(caps) != len(self.tasks):
+            raise ValueError(f'{len(caps)} stride caps for {len(self.tasks)} tasks')
         latencies = [int(latency) for latency in latencies]
         scale = sum(latencies) / sum(t.latency_frames for t in self._reference_tasks)
-        tasks = [
-            TaskSpec(
-                reference.name,
-                latency,
-                None
-                if reference.stride_limit is None
-                else max(latency, math.ceil(reference.stride_limit * scale - 1e-9)),
+        tasks = []
+        for reference, latency, cap in zip(self._reference_tasks, latencies, caps, strict=True):
+            limit = reference.stride_limit
+            if limit is not None:
+                limit = math.ceil(limit * scale - 1e-9)
+            if cap is not None:
+                limit = int(cap) if limit is None else min(limit, int(cap))
+            tasks.append(
+                TaskSpec(reference.name, latency, None if limit is None else max(latency, limit))
             )
-            for reference, latency in zip(self._reference_tasks, latencies, strict=True)
-        ]
         scheduler = MpcScheduler(tasks, self.horizon, self.merge, self.max_in_a_row)
         scheduler._reference_tasks = self._reference_tasks
         return scheduler

@@ -393,8 +393,12 @@ class AccumoPipeline:
         policy = self.policy
         if isinstance(policy, MpcPolicy):
             scheduler = policy.scheduler
-            if tuple(t.latency_frames for t in scheduler.tasks) != self.latency_frames:
-                policy.scheduler = scheduler.with_latencies(self.latency_frames)
+            # The odometry model in use bounds the stride the plans may reach.
+            current = scheduler.with_latencies(
+                self.latency_frames, (None, self.odometry_model.stride_limit)
+            )
+            if current.tasks != scheduler.tasks:
+                policy.scheduler = current
         estimates = self.estimates()
         start = time.perf_counter()
         tasks = tuple(policy.choose(self.frame, self.last_offloads, estimates))

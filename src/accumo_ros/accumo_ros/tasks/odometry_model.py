@@ -129,6 +129,9 @@ class OdometryAccuracyModel:
     raised_stride: int = 8
     fps: float = 60.0
     latency_frames: int = 4
+    # The longest odometry stride the model's calibration covered (None: not stated). The
+    # scheduler plans no longer stride: past it, the linear cost is an extrapolation.
+    stride_limit: int | None = None
 
     def __post_init__(self) -> None:
         if not (np.isfinite(self.intercept) and np.isfinite(self.slope)):
@@ -139,6 +142,8 @@ class OdometryAccuracyModel:
             raise ValueError('window_frames and fps must be positive')
         if not 0 <= self.latency_frames <= self.base_stride:
             raise ValueError('need 0 <= latency_frames <= base_stride')
+        if self.stride_limit is not None and self.stride_limit < self.raised_stride:
+            raise ValueError('stride_limit must be >= raised_stride (the model measured it)')
 
     @property
     def window_s(self) -> float:
@@ -223,5 +228,6 @@ class OdometryModelSet:
         return '; '.join(
             f'latency {m.latency_frames}: stride {m.base_stride}->{m.raised_stride} over '
             f'{m.window_frames} frames, q{m.quantile:g}, free up to {m.base_stride}'
+            + ('' if m.stride_limit is None else f', strides up to {m.stride_limit}')
             for m in self.models
         )

@@ -1000,7 +1000,8 @@ def main(argv: list[str] | None = None) -> int:
         'VO rotation prior': args.vo_prior,
         'horizon': 30,
         'stride limits (depth, odometry)': f'{DEFAULT_STRIDE_LIMITS} frames at latencies '
-        f'{STRIDE_LIMIT_LATENCIES}, scaled with the round-robin period of the latencies in use',
+        f'{STRIDE_LIMIT_LATENCIES}, scaled with the round-robin period of the latencies in use; '
+        "odometry's at most the stride limit of the odometry model in use",
         'odometry accuracy models': (
             f'{", ".join(map(str, args.odometry_model)) if args.odometry_model else "packaged"}'
             f' (the one measured nearest the odometry latency in use): '

@@ -444,6 +444,13 @@ def _parser() -> argparse.ArgumentParser:
         help='Offload stride inside the window (frames).',
     )
     parser.add_argument(
+        '--stride-limit',
+        type=int,
+        default=None,
+        help='With --fit: the longest stride the model covers, written into it; the scheduler '
+        'plans no longer odometry stride (>= --raised-stride; default: none).',
+    )
+    parser.add_argument(
         '--window-frames',
         type=int,
         default=OdometryAccuracyModel.window_frames,
@@ -531,6 +538,8 @@ def _argument_error(args: argparse.Namespace) -> str | None:
             'need 1 <= --base-stride < --raised-stride <= --window-frames '
             'and --latency <= --base-stride'
         )
+    if args.stride_limit is not None and args.stride_limit < args.raised_stride:
+        return 'need --stride-limit >= --raised-stride'
     return None
 
 
@@ -690,6 +699,7 @@ def _fit_model(
         base_stride=args.base_stride,
         raised_stride=args.raised_stride,
         latency_frames=args.latency,
+        stride_limit=args.stride_limit,
     )
     print('held-out split:')
     test_speeds, test_drops, test_names = _collect_drops(
