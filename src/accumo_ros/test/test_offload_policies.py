@@ -55,3 +55,26 @@ def test_bad_policy_names_are_refused() -> None:
         make_policy('wrr:0:0', 2)
     with pytest.raises(ValueError, match='needs an MpcScheduler'):
         make_policy('accumo', 2)
+
+
+def test_a_task_that_seems_free_is_offloaded_within_its_stride_limit() -> None:
+    """Stride limits count from the first decision for a task never offloaded.
+
+    With estimates that say odometry's stride costs nothing, the MPC would give every
+    offload to depth and never start odometry (a clairvoyant run dead-reckoned 9 s).
+    """
+    tasks = [TaskSpec('depth', 5, 25), TaskSpec('odometry', 4, 26)]
+    policy = MpcPolicy(MpcScheduler(tasks))
+    estimates = [AccuracyEstimate(0.01), AccuracyEstimate(0.0)]
+    last: list[int | None] = [None, None]
+    chosen: list[tuple[int, int]] = []
+    frame = 100
+    while frame < 200:
+        (task,) = policy.choose(frame, last, estimates)
+        chosen.append((frame, task))
+        frame += tasks[task].latency_frames
+        last[task] = frame - tasks[task].latency_frames
+    odometry = [f for f, task in chosen if task == 1]
+    assert odometry, 'odometry was never offloaded'
+    assert odometry[0] - 100 <= 26
+    assert all(b - a <= 26 for a, b in zip(odometry, odometry[1:], strict=False))

@@ -268,12 +268,16 @@ class MpcScheduler:
         last_offloads: Sequence[int | None],
         estimates: Sequence[AccuracyEstimate],
         history_run: tuple[int, int] | None = None,
+        start: int | None = None,
     ) -> MpcDecision:
         """Choose the task for ``frame``; no offload may be outstanding.
 
         ``last_offloads[j]`` is the frame of task j's latest offload (its result has
         arrived), None if it has none yet; ``history_run`` = (task, count) of the latest
-        offloads in a row, for ``max_in_a_row``.
+        offloads in a row, for ``max_in_a_row``. ``start``: the frame scheduling began; a
+        task never offloaded keeps its stride limit counted from it (without, a task whose
+        estimates say its stride costs nothing could wait for ever: a clairvoyant run
+        dead-reckoned 9 s before its first odometry offload).
         """
         count = len(self.tasks)
         if len(last_offloads) != count or len(estimates) != count:
@@ -282,7 +286,9 @@ class MpcScheduler:
             if last is not None and last > frame:
                 raise ValueError(f'last offload {last} is after the current frame {frame}')
         plans = self.plans
-        feasible = self._feasible(plans, frame, last_offloads, history_run)
+        if start is not None and start > frame:
+            raise ValueError(f'start {start} is after the current frame {frame}')
+        feasible = self._feasible(plans, frame, last_offloads, history_run, start)
         if not feasible.any():
             oldest = min(
                 range(count),
@@ -322,12 +328,15 @@ class MpcScheduler:
         frame: int,
         last_offloads: Sequence[int | None],
         history_run: tuple[int, int] | None,
+        start: int | None = None,
     ) -> np.ndarray:
         feasible = np.ones(len(plans), dtype=bool)
         steps = np.arange(plans.horizon)
         for j, (task, last) in enumerate(zip(self.tasks, last_offloads, strict=True)):
+            if last is None:
+                last = start  # never offloaded: the limit counts from the start
             if task.stride_limit is None or last is None:
-                continue  # never offloaded: its unseen-stride cost already pulls it forward
+                continue
             since = steps - np.maximum(plans.started[j], last - frame)
             feasible &= (since <= task.stride_limit).all(axis=1)
         if self.max_in_a_row is not None:

@@ -90,6 +90,7 @@ class MpcPolicy:
         self.scheduler = scheduler
         self.last_decision: MpcDecision | None = None
         self._run: tuple[int, int] | None = None  # (task, offloads in a row)
+        self._start: int | None = None  # the first frame decided: stride limits count from it
 
     def choose(
         self,
@@ -98,7 +99,9 @@ class MpcPolicy:
         estimates: Sequence[AccuracyEstimate],
     ) -> tuple[int, ...]:
         """Return the MPC's task for ``frame``."""
-        decision = self.scheduler.decide(frame, last_offloads, estimates, self._run)
+        if self._start is None:
+            self._start = frame
+        decision = self.scheduler.decide(frame, last_offloads, estimates, self._run, self._start)
         self.last_decision = decision
         same = self._run is not None and self._run[0] == decision.task
         self._run = (decision.task, self._run[1] + 1 if same else 1)
