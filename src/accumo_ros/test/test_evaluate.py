@@ -122,6 +122,23 @@ def test_any_static_ratio_runs_with_the_local_algorithm(data: SequenceData) -> N
     assert evaluate_main(['--dataset', '.', '--output', '.', '--schedulers', 'wrr:4+la']) == 2
 
 
+def test_a_phase_delays_the_first_offload(data: SequenceData) -> None:
+    """--phases: the same schedule shifted; nothing is offloaded before the phase."""
+    model, latencies = OdometryAccuracyModel(0.005, 0.01), LatencyModel.load(None)
+    at_zero = run_scheduler(data, 'rr', None, latencies, model)
+    shifted = run_scheduler(data, 'rr', None, latencies, model, phase=7)
+    assert (at_zero.phase, shifted.phase) == (0, 7)
+    first = [
+        next(f for f, task in enumerate(r.offloaded) if task >= 0) for r in (at_zero, shifted)
+    ]
+    assert first == [0, 7]
+    # Round robin from the shifted start: the same alternation, seven frames later.
+    frames = len(at_zero.offloaded) - 7
+    assert shifted.offloaded[7:] == at_zero.offloaded[:frames]
+    for bad in ('-1', '0,0', 'x'):
+        assert evaluate_main(['--dataset', '.', '--output', '.', '--phases', bad]) == 2
+
+
 def test_latency_files_are_read_and_drawn_from(tmp_path) -> None:  # noqa: ANN001
     document = {
         'source': 'test',
