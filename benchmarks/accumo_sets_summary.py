@@ -63,6 +63,15 @@ def main(argv: list[str] | None = None) -> int:
             key=lambda w: -w[0] / w[1],
         )
         print(f'\n## Link {link}: {len(sets)} sets ({", ".join(sets)})\n')
+        phases: dict[str, set[int]] = defaultdict(set)
+        for runs in sets.values():
+            for r in runs:
+                phases[r['scheduler']].add(r.get('phase', 0))
+        print(
+            'Phases averaged (frames before the first offload): '
+            + '; '.join(f'{s} {",".join(map(str, sorted(p)))}' for s, p in phases.items())
+            + '\n'
+        )
         header = '| weight | set | AccuMO | best static | gain | RR + LA | gain | clairvoyant |'
         print(header)
         print('|---|---|---|---|---|---|---|---|')
@@ -104,7 +113,9 @@ def main(argv: list[str] | None = None) -> int:
                 f'{max(r["odometry_t_err"] for _, r in chosen):.1%} | '
                 f'{sum(r["odometry_t_err"] > T_ERR_LIMIT for _, r in chosen)} | '
                 f'{worst.get("max_position_error_m", float("nan")):.2f} | '
-                f'{name} {worst["sequence"]} |'
+                f'{name} {worst["sequence"]}'
+                + (f' phase {worst["phase"]}' if worst.get('phase') else '')
+                + ' |'
             )
     return 0
 

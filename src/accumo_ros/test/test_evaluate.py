@@ -89,6 +89,23 @@ def test_the_oracles_schedule_on_the_true_drops(data: SequenceData) -> None:
         assert run.depth_abs_rel < float(np.mean(data.lite_error))
 
 
+def test_one_task_clairvoyant_keeps_the_other_tasks_model(data: SequenceData) -> None:
+    """accumo-clairvoyant-depth / -odometry: true drops for one task, the model for the other."""
+    model, latencies = OdometryAccuracyModel(0.005, 0.01), LatencyModel.load(None)
+    both = run_scheduler(data, 'accumo-clairvoyant', (1.0, 1.0), latencies, model)
+    real = run_scheduler(data, 'accumo', (1.0, 1.0), latencies, model)
+    depth = run_scheduler(data, 'accumo-clairvoyant-depth', (1.0, 1.0), latencies, model)
+    odometry = run_scheduler(data, 'accumo-clairvoyant-odometry', (1.0, 1.0), latencies, model)
+    # Odometry: the window's true drop, or the model's estimate from the angular speed.
+    for frame, _depth_rate, odometry_rate in odometry.drop_rates:
+        assert odometry_rate == pytest.approx(_window_drop(frame // WINDOW * WINDOW) / 4.0)
+    assert [r[2] for r in depth.drop_rates] != [r[2] for r in both.drop_rates]
+    # Depth: the first decision (no depth offload yet) is the same initial rate for all;
+    # afterwards the true rate differs from the model's.
+    assert [r[1] for r in odometry.drop_rates][1:] != [r[1] for r in both.drop_rates][1:]
+    assert [r[1] for r in real.drop_rates] != [r[1] for r in depth.drop_rates]
+
+
 def test_the_oracle_measures_odometry_as_the_model_in_use_was(data: SequenceData) -> None:
     # A model measured over 16-frame windows with strides 4 and 12: the oracle's true drops
     # are that model's windows, spread over its stride step of 8 frames.

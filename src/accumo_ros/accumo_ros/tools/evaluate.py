@@ -85,8 +85,20 @@ VARIANTS = {
     'accumo': ('accumo', True, False),
     'accumo-oracle': ('accumo', True, 'models'),
     'accumo-clairvoyant': ('accumo', True, 'now'),
+    # One task's true drops, the other's model: which model costs AccuMO what.
+    'accumo-clairvoyant-depth': ('accumo', True, 'now-depth'),
+    'accumo-clairvoyant-odometry': ('accumo', True, 'now-odometry'),
 }
-WEIGHTED = ('accumo-no-la', 'accumo', 'accumo-oracle', 'accumo-clairvoyant')
+# Not run by default: they answer which model costs AccuMO what, on request.
+ATTRIBUTION = ('accumo-clairvoyant-depth', 'accumo-clairvoyant-odometry')
+WEIGHTED = (
+    'accumo-no-la',
+    'accumo',
+    'accumo-oracle',
+    'accumo-clairvoyant',
+    'accumo-clairvoyant-depth',
+    'accumo-clairvoyant-odometry',
+)
 LOCAL_ALGORITHM_SUFFIX = '+la'
 
 
@@ -103,7 +115,12 @@ def scheduler_variant(name: str) -> tuple[str, bool, bool | str]:
     return name, name == 'la', False
 
 
-ORACLES = ('accumo-oracle', 'accumo-clairvoyant')
+ORACLES = (
+    'accumo-oracle',
+    'accumo-clairvoyant',
+    'accumo-clairvoyant-depth',
+    'accumo-clairvoyant-odometry',
+)
 # The dissertation's measured E2E offload latencies and server times (802.11ac + 2080 Ti).
 DISSERTATION_LATENCIES = {
     'source': 'dissertation §2.8.3 (802.11ac + RTX 2080 Ti), constant',
@@ -335,8 +352,9 @@ def _oracle(  # noqa: ANN202
     """Return true accuracy drops (relative to the server net) instead of the models' estimates.
 
     ``timing`` 'models': the true value of what each model measured at its latest run (the
-    dissertation's oracle); 'now': the true drops of the current frame and window. The
-    odometry drops are measured as ``odometry_model`` was (window, strides).
+    dissertation's oracle); 'now': the true drops of the current frame and window;
+    'now-depth' and 'now-odometry': that task's as 'now', the other task's from its model.
+    The odometry drops are measured as ``odometry_model`` was (window, strides).
     """
     window = odometry_model.window_frames
     stride_step = odometry_model.raised_stride - odometry_model.base_stride
@@ -361,7 +379,7 @@ def _oracle(  # noqa: ANN202
 
     def estimates(pipeline: _EvalPipeline, frame: int) -> list[AccuracyEstimate]:
         start = (frame // window) * window
-        if timing == 'now':
+        if timing.startswith('now'):
             depth = depth_now(pipeline, frame)
         else:
             depth = depth_at_model_runs(pipeline, frame)
@@ -370,7 +388,12 @@ def _oracle(  # noqa: ANN202
             start, data.odometry_window_drops.get(start - window, 0.0)
         )
         rate = max(0.0, drop) / stride_step
-        return [depth, AccuracyEstimate(rate, free_stride=odometry_model.base_stride)]
+        odometry = AccuracyEstimate(rate, free_stride=odometry_model.base_stride)
+        if timing == 'now-depth':
+            odometry = pipeline.model_estimates()[ODOMETRY]
+        elif timing == 'now-odometry':
+            depth = pipeline.model_estimates()[DEPTH]
+        return [depth, odometry]
 
     return estimates
 
@@ -946,7 +969,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         '--schedulers',
-        default=','.join((*STATIC_BASELINES, *VARIANTS)),
+        default=','.join((*STATIC_BASELINES, *(v for v in VARIANTS if v not in ATTRIBUTION))),
         help="comma-separated schedulers; a static one with '+la' runs AccuMO's local depth "
         'algorithm too (wrr:4:1+la)',
     )
