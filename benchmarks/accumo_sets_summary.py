@@ -2,8 +2,10 @@
 # SPDX-License-Identifier: Apache-2.0
 """AccuMO across several test sets: gains per set, their mean and spread, and filter health.
 
-Reads the ``runs.json`` that ``accumo_evaluate`` writes, one per (set, link), given as
-``LINK=SET=PATH`` (for example ``16mbit=seed11=results/accumo_eval/s11_16/runs.json``).
+Reads the ``runs.json`` that ``accumo_evaluate`` writes, given as ``LINK=SET=PATH`` (for
+example ``16mbit=seed11=results/accumo_eval/s11_16/runs.json``); a (link, set) given more
+than once merges its files, later runs replacing earlier ones of the same sequence,
+scheduler, weights and phase (``--phases`` run separately, a rerun of one scheduler).
 Per link and weight it prints, for each set, the mean overall cost (``(w_d · AbsRel +
 w_o · t_err) / (w_d + w_o)``, averaged per category, then over categories, as the
 evaluator's report) of AccuMO, the best static baseline, RR + LA and, where run, the
@@ -45,6 +47,10 @@ def overall(runs: list[dict], scheduler: str, weights: tuple[float, float]) -> f
     return float(np.mean([np.mean(v) for v in per_category.values()]))
 
 
+def _key(run: dict) -> tuple:
+    return (run['sequence'], run['scheduler'], tuple(run['weights'] or ()), run.get('phase', 0))
+
+
 def gain(reference: float, accumo: float) -> float:
     return 100.0 * (reference - accumo) / reference
 
@@ -56,7 +62,11 @@ def main(argv: list[str] | None = None) -> int:
     by_link: dict[str, dict[str, list[dict]]] = defaultdict(dict)
     for item in args.runs:
         link, name, path = item.split('=', 2)
-        by_link[link][name] = json.loads(Path(path).read_text())['runs']
+        # A set given again adds its runs (another phase, a rerun); a run of the same
+        # sequence, scheduler, weights and phase replaces the earlier one.
+        runs = {_key(r): r for r in by_link[link].get(name, [])}
+        runs.update((_key(r), r) for r in json.loads(Path(path).read_text())['runs'])
+        by_link[link][name] = list(runs.values())
     for link, sets in by_link.items():
         weights = sorted(
             {tuple(r['weights']) for runs in sets.values() for r in runs if r['weights']},
