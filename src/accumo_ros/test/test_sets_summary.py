@@ -1,0 +1,67 @@
+# Copyright 2026 The edge_offload authors
+# SPDX-License-Identifier: Apache-2.0
+"""benchmarks/accumo_sets_summary.py: a set given twice merges its runs (phases, reruns)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+from accumo_ros.tools.evaluate import RunResult
+
+SCRIPT = Path(__file__).resolve().parents[3] / 'benchmarks' / 'accumo_sets_summary.py'
+
+
+def _run(scheduler: str, depth: float, weights=None, phase: int = 0) -> dict:  # noqa: ANN001
+    result = RunResult(
+        sequence='low_low_0',
+        category='low_low',
+        scheduler=scheduler,
+        weights=weights,
+        depth_abs_rel=depth,
+        odometry_t_err=depth,  # the overall cost is then depth at every weight
+        offloads=(1, 1),
+        depth_sources={},
+        decision_ms_p50=0.0,
+        decision_ms_p99=0.0,
+        depth_error=[],
+        offloaded=[],
+        drop_rates=[],
+        max_position_error_m=0.1,
+        phase=phase,
+    )
+    return asdict(result)
+
+
+def _write(path: Path, runs: list[dict]) -> str:
+    path.write_text(json.dumps({'setup': {}, 'runs': runs}))
+    return str(path)
+
+
+def test_a_set_given_twice_averages_its_phases_and_takes_reruns(tmp_path: Path) -> None:
+    first = _write(
+        tmp_path / 'phase0.json',
+        [
+            _run('accumo', 0.10, (1.0, 1.0)),
+            _run('rr', 0.20),
+            _run('rr+la', 0.12),
+            _run('accumo-clairvoyant', 0.50, (1.0, 1.0)),
+        ],
+    )
+    second = _write(
+        tmp_path / 'phase8.json',
+        [_run('accumo', 0.06, (1.0, 1.0), phase=8), _run('rr', 0.20, phase=8)],
+    )
+    # Rerun of the clairvoyant at phase 0: replaces the first file's run.
+    rerun = _write(tmp_path / 'rerun.json', [_run('accumo-clairvoyant', 0.07, (1.0, 1.0))])
+    arguments = [f'fast=s1={first}', f'fast=s1={second}', f'fast=s1={rerun}']
+    output = subprocess.run(
+        [sys.executable, str(SCRIPT), *arguments], capture_output=True, text=True, check=True
+    ).stdout
+    # AccuMO: (0.10 + 0.06) / 2; RR + LA ran one phase; the clairvoyant's rerun counts.
+    assert '| 1:1 | s1 | 0.0800 | 0.2000 (rr) | +60.0 % | 0.1200 | +33.3 % | 0.0700 |' in output
+    assert 'accumo 0,8' in output
+    assert '| accumo | 2 |' in output  # two phases, one run each
