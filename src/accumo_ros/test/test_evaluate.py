@@ -6,14 +6,17 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 import yaml
 
+from accumo_ros.scheduler.mpc import AccuracyEstimate
 from accumo_ros.simulation.sequence import SequenceConfig, SyntheticSequence
 from accumo_ros.simulation.sequence_bag import read_sequence_bag, write_sequence_bag
 from accumo_ros.tasks.odometry_model import OdometryAccuracyModel
+from accumo_ros.tools import evaluate
 from accumo_ros.tools.evaluate import (
     LatencyModel,
     RunResult,
@@ -104,6 +107,40 @@ def test_one_task_clairvoyant_keeps_the_other_tasks_model(data: SequenceData) ->
     # afterwards the true rate differs from the model's.
     assert [r[1] for r in odometry.drop_rates][1:] != [r[1] for r in both.drop_rates][1:]
     assert [r[1] for r in real.drop_rates] != [r[1] for r in depth.drop_rates]
+
+
+def test_each_attribution_oracle_replaces_only_its_estimate(data: SequenceData) -> None:
+    """now-depth / -odometry / -tracker / -lite: true values for one part, models elsewhere."""
+    model = OdometryAccuracyModel(0.005, 0.01)
+    modelled = (AccuracyEstimate(0.002, 0.3), AccuracyEstimate(0.0007, free_stride=4))
+
+    class _Pipeline:  # what the oracle reads of the evaluation pipeline
+        last_offloads = (10, None)
+        tracker_model = SimpleNamespace(drop_rate=0.001)
+
+        def tracker_error(self, base: int) -> float:
+            return float(data.server_error[base]) + 0.05
+
+        def model_estimates(self) -> tuple[AccuracyEstimate, AccuracyEstimate]:
+            return modelled
+
+    frame = 40
+    true_rate = 0.05 / (frame - 10)
+    true_local = max(0.0, float(data.lite_error[frame] - data.server_error[10]))
+    true_odometry = AccuracyEstimate(_window_drop(32) / 4.0, free_stride=4)
+
+    def estimates(timing: str) -> list[AccuracyEstimate]:
+        return evaluate._oracle(data, True, timing, model)(_Pipeline(), frame)
+
+    true_depth = AccuracyEstimate(true_rate, true_local)
+    assert estimates('now') == [true_depth, true_odometry]
+    assert estimates('now-depth') == [true_depth, modelled[1]]
+    assert estimates('now-odometry') == [modelled[0], true_odometry]
+    assert estimates('now-tracker') == [AccuracyEstimate(true_rate, 0.3), modelled[1]]
+    assert estimates('now-lite') == [AccuracyEstimate(0.002, true_local), modelled[1]]
+    for name in evaluate.ATTRIBUTION:
+        assert scheduler_variant(name)[0] == 'accumo'
+        assert name in evaluate.WEIGHTED
 
 
 def test_the_oracle_measures_odometry_as_the_model_in_use_was(data: SequenceData) -> None:

@@ -88,17 +88,18 @@ VARIANTS = {
     # One task's true drops, the other's model: which model costs AccuMO what.
     'accumo-clairvoyant-depth': ('accumo', True, 'now-depth'),
     'accumo-clairvoyant-odometry': ('accumo', True, 'now-odometry'),
+    # The depth side split: the true tracker rate r or the true lite-net drop d alone.
+    'accumo-clairvoyant-tracker': ('accumo', True, 'now-tracker'),
+    'accumo-clairvoyant-lite': ('accumo', True, 'now-lite'),
 }
 # Not run by default: they answer which model costs AccuMO what, on request.
-ATTRIBUTION = ('accumo-clairvoyant-depth', 'accumo-clairvoyant-odometry')
-WEIGHTED = (
-    'accumo-no-la',
-    'accumo',
-    'accumo-oracle',
-    'accumo-clairvoyant',
+ATTRIBUTION = (
     'accumo-clairvoyant-depth',
     'accumo-clairvoyant-odometry',
+    'accumo-clairvoyant-tracker',
+    'accumo-clairvoyant-lite',
 )
+WEIGHTED = ('accumo-no-la', 'accumo', 'accumo-oracle', 'accumo-clairvoyant', *ATTRIBUTION)
 LOCAL_ALGORITHM_SUFFIX = '+la'
 
 
@@ -115,12 +116,7 @@ def scheduler_variant(name: str) -> tuple[str, bool, bool | str]:
     return name, name == 'la', False
 
 
-ORACLES = (
-    'accumo-oracle',
-    'accumo-clairvoyant',
-    'accumo-clairvoyant-depth',
-    'accumo-clairvoyant-odometry',
-)
+ORACLES = ('accumo-oracle', 'accumo-clairvoyant', *ATTRIBUTION)
 # The dissertation's measured E2E offload latencies and server times (802.11ac + 2080 Ti).
 DISSERTATION_LATENCIES = {
     'source': 'dissertation §2.8.3 (802.11ac + RTX 2080 Ti), constant',
@@ -353,8 +349,10 @@ def _oracle(  # noqa: ANN202
 
     ``timing`` 'models': the true value of what each model measured at its latest run (the
     dissertation's oracle); 'now': the true drops of the current frame and window;
-    'now-depth' and 'now-odometry': that task's as 'now', the other task's from its model.
-    The odometry drops are measured as ``odometry_model`` was (window, strides).
+    'now-depth' and 'now-odometry': that task's as 'now', the other task's from its model;
+    'now-tracker' and 'now-lite': the depth tracker's true rate, or the lite net's true
+    drop, with the rest from the models. The odometry drops are measured as
+    ``odometry_model`` was (window, strides).
     """
     window = odometry_model.window_frames
     stride_step = odometry_model.raised_stride - odometry_model.base_stride
@@ -389,11 +387,16 @@ def _oracle(  # noqa: ANN202
         )
         rate = max(0.0, drop) / stride_step
         odometry = AccuracyEstimate(rate, free_stride=odometry_model.base_stride)
-        if timing == 'now-depth':
-            odometry = pipeline.model_estimates()[ODOMETRY]
-        elif timing == 'now-odometry':
-            depth = pipeline.model_estimates()[DEPTH]
-        return [depth, odometry]
+        if timing in ('models', 'now', 'now-odometry'):
+            if timing == 'now-odometry':
+                depth = pipeline.model_estimates()[DEPTH]
+            return [depth, odometry]
+        model_depth, model_odometry = pipeline.model_estimates()
+        if timing == 'now-tracker':
+            depth = AccuracyEstimate(depth.drop_rate, model_depth.local_drop)
+        elif timing == 'now-lite':
+            depth = AccuracyEstimate(model_depth.drop_rate, depth.local_drop)
+        return [depth, model_odometry]
 
     return estimates
 
