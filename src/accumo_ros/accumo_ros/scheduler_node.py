@@ -44,7 +44,7 @@ from sensor_msgs.msg import CameraInfo, Image, Imu
 from accumo_ros.models import alternatives_output, rotation_prior_input
 from accumo_ros.scheduler.mpc import MpcScheduler, TaskSpec, weighted_sum
 from accumo_ros.scheduler.offload_latency import OffloadLatencyEstimator, OffloadSample
-from accumo_ros.scheduler.offload_policies import make_policy
+from accumo_ros.scheduler.offload_policies import MpcPolicy, make_policy
 from accumo_ros.scheduler.pipeline import (
     DEPTH,
     LITE_DROP_OFFSET,
@@ -88,7 +88,13 @@ PARAMETERS = (
     ParamSpec(
         'odometry_weight', 1.0, 'Weight of odometry t_err in the merged accuracy.', 0.0, 1e6
     ),
-    ParamSpec('horizon', 30, 'MPC horizon in frames.', 1, 120),
+    ParamSpec(
+        'horizon',
+        30,
+        'MPC horizon in frames (shortened where its plans would exceed 2048).',
+        1,
+        120,
+    ),
     ParamSpec(
         'depth_stride_limit',
         25,
@@ -636,7 +642,10 @@ class AccumoSchedulerNode(Node):
         ]
         message.use_local_algorithm = [depth_source != 'tracker', False]
         message.latency_frames = [int(v) for v in pipeline.latency_frames]
-        message.horizon_frames = int(self._config['horizon'])
+        # The horizon in use: shortened where the latencies would make too many plans.
+        policy = pipeline.policy
+        horizon = policy.scheduler.horizon if isinstance(policy, MpcPolicy) else 0
+        message.horizon_frames = int(horizon or self._config['horizon'])
         if decision is not None:
             message.predicted_objective = float(
                 decision.predicted_objective if math.isfinite(decision.predicted_objective) else 0

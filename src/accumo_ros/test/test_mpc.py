@@ -10,11 +10,14 @@ import numpy as np
 import pytest
 
 from accumo_ros.scheduler.mpc import (
+    MAX_PLANS,
     UNSEEN_STRIDE,
     AccuracyEstimate,
     MpcScheduler,
     TaskSpec,
+    count_plans,
     enumerate_plans,
+    fitting_horizon,
     plan_set,
     weighted_sum,
 )
@@ -199,6 +202,8 @@ def test_measured_latencies_give_a_new_plan_set() -> None:
     assert [t.latency_frames for t in slower.tasks] == [8, 6]
     # Stride limits keep their meaning in rounds: the period went from 9 to 14 frames.
     assert [t.stride_limit for t in slower.tasks] == [39, 41]
+    # The horizon stays 30 frames: scaled to the same rounds, it made AccuMO worse.
+    assert slower.horizon == 30
     assert len(slower.plans) == len(enumerate_plans((8, 6), 30)) < len(scheduler.plans)
     # Scaled from the configured latencies each time, so changes do not compound.
     back = slower.with_latencies([14, 14]).with_latencies([5, 4])
@@ -216,6 +221,25 @@ def test_measured_latencies_give_a_new_plan_set() -> None:
     assert lopsided.tasks[0].stride_limit >= 40
     with pytest.raises(ValueError, match='2 tasks'):
         scheduler.with_latencies([5])
+
+
+def test_the_horizon_is_shortened_to_a_bounded_plan_count() -> None:
+    for latencies, horizon in (((5, 4), 30), ((2, 3), 17), ((1, 1), 9), ((3,), 10)):
+        assert count_plans(latencies, horizon) == len(enumerate_plans(latencies, horizon))
+    assert count_plans((1, 1), 30) == 2**30
+    assert fitting_horizon((1, 1), 30) == 11  # 2^11 = MAX_PLANS
+    assert MAX_PLANS == 2048
+    assert fitting_horizon((5, 4), 30) == 30  # 135 plans: as configured
+    assert fitting_horizon((1, 1), 30, max_plans=0) == 1
+    # A scheduler built, or rescaled, to latencies of one frame stays usable.
+    fast = MpcScheduler(_tasks((1, 1)))
+    assert fast.horizon == 11
+    lopsided = MpcScheduler(_tasks()).with_latencies([1, 40])
+    assert len(lopsided.plans) <= MAX_PLANS
+    estimates = [AccuracyEstimate(0.01), AccuracyEstimate(0.01)]
+    assert lopsided.decide(100, [90, 50], estimates).task in (DEPTH, ODOMETRY)
+    with pytest.raises(ValueError, match='horizon'):
+        count_plans((5, 4), 0)
 
 
 def test_a_stride_cap_bounds_the_scaled_limit() -> None:

@@ -30,6 +30,12 @@ drop each plan causes and offloads the current frame for the first task of the b
   else on a slower link (the release's 25 frames for L = (5, 4) is under three rounds; for
   L = (14, 14) it is less than one, every plan would break it and the scheduler would
   degrade to round robin).
+* **Horizon**: in frames, as configured; where its plans would exceed :data:`MAX_PLANS`
+  (short latencies: L = (1, 1) over 30 frames is 2^30 plans) it is shortened until they do
+  not (:func:`fitting_horizon`). It does not scale with the latencies as the stride limits
+  do: 30 frames are one round at L = (15, 15), and a horizon of the same 3.3 rounds
+  (100 frames) made AccuMO worse on five unseen sets at 16 Mbit/s (docs/results.md), the
+  models' errors compounding over the longer plans.
 
 Every plan is simulated at once with NumPy: per plan and task, the frames of the latest
 started and latest usable offload at each horizon step are precomputed with the plan set;
@@ -51,6 +57,9 @@ NO_OFFLOAD = 0
 UNSEEN_STRIDE = 10_000
 # Marks "no such offload inside the plan" in the precomputed frame tables.
 _NONE = -(10**9)
+# The most plans a decision simulates: the horizon is shortened to stay within it. L = (5, 4)
+# over 30 frames is 135 plans; 2048 keeps a decision in milliseconds (and the tables in MB).
+MAX_PLANS = 2048
 
 # (plans, horizon frames, tasks) drops -> (plans,) costs; lower is better.
 MergeFunction = Callable[[np.ndarray], np.ndarray]
@@ -168,6 +177,28 @@ def enumerate_plans(latencies: Sequence[int], horizon: int) -> list[tuple[int, .
     return plans
 
 
+def count_plans(latencies: Sequence[int], horizon: int) -> int:
+    """Return ``len(enumerate_plans(latencies, horizon))`` without enumerating them."""
+    if horizon < 1 or not latencies or min(latencies) < 1:
+        raise ValueError('need horizon >= 1 and latencies >= 1 for at least one task')
+    # counts[n]: plans that fill the last n frames; one (the empty rest) once n <= 0.
+    counts = [0] * (horizon + 1)
+    for n in range(1, horizon + 1):
+        counts[n] = sum(counts[n - latency] if n > latency else 1 for latency in latencies)
+    return counts[horizon]
+
+
+def fitting_horizon(latencies: Sequence[int], horizon: int, max_plans: int = MAX_PLANS) -> int:
+    """Return the longest horizon up to ``horizon`` whose plans number at most ``max_plans``.
+
+    Never below 1 (a single task choice), whatever ``max_plans`` is.
+    """
+    fitting = horizon
+    while fitting > 1 and count_plans(latencies, fitting) > max_plans:
+        fitting -= 1
+    return fitting
+
+
 @lru_cache(maxsize=32)
 def plan_set(latencies: tuple[int, ...], horizon: int) -> PlanSet:
     """Return the (cached) :class:`PlanSet` for ``latencies`` and ``horizon``."""
@@ -203,6 +234,8 @@ class MpcScheduler:
     ``merge`` folds the (plans, horizon, tasks) drops into one cost per plan; it defaults to
     :func:`weighted_sum` with equal weights. ``max_in_a_row`` caps offloads of one task in a
     row (3 for the dissertation's 3:1), counting the history passed to :meth:`decide`.
+    ``horizon`` (frames, at the tasks' latencies) is shortened where its plans would exceed
+    :data:`MAX_PLANS`; :attr:`horizon` is the one in use.
     """
 
     def __init__(
@@ -221,7 +254,8 @@ class MpcScheduler:
         self.tasks = tuple(tasks)
         # The tasks as configured: stride limits scale from these (with_latencies).
         self._reference_tasks = self.tasks
-        self.horizon = horizon
+        self._configured_horizon = horizon
+        self.horizon = fitting_horizon([t.latency_frames for t in self.tasks], horizon)
         self.merge = merge or weighted_sum([1.0] * len(self.tasks))
         self.max_in_a_row = max_in_a_row
 
@@ -232,7 +266,8 @@ class MpcScheduler:
 
         Stride limits scale by the ratio of the new round-robin period ``Σ L`` to the one
         of the latencies this scheduler's lineage was built with (rounded up, and never
-        below the task's new latency), so repeated changes do not compound rounding.
+        below the task's new latency), so repeated changes do not compound rounding. The
+        configured horizon stays (within :data:`MAX_PLANS` for the new latencies).
         ``stride_caps`` (per task, None = none) then lowers a limit to the longest stride
         the task's accuracy model covers: beyond it, the model's cost is extrapolation.
         """
@@ -253,7 +288,7 @@ class MpcScheduler:
             tasks.append(
                 TaskSpec(reference.name, latency, None if limit is None else max(latency, limit))
             )
-        scheduler = MpcScheduler(tasks, self.horizon, self.merge, self.max_in_a_row)
+        scheduler = MpcScheduler(tasks, self._configured_horizon, self.merge, self.max_in_a_row)
         scheduler._reference_tasks = self._reference_tasks
         return scheduler
 
