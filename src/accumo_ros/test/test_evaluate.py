@@ -138,9 +138,29 @@ def test_each_attribution_oracle_replaces_only_its_estimate(data: SequenceData) 
     assert estimates('now-odometry') == [modelled[0], true_odometry]
     assert estimates('now-tracker') == [AccuracyEstimate(true_rate, 0.3), modelled[1]]
     assert estimates('now-lite') == [AccuracyEstimate(0.002, true_local), modelled[1]]
+    assert estimates('now-mpc') == [true_depth, true_odometry]  # the selector: models
     for name in evaluate.ATTRIBUTION:
         assert scheduler_variant(name)[0] == 'accumo'
         assert name in evaluate.WEIGHTED
+
+
+def test_the_clairvoyants_mpc_and_selector_apart(data: SequenceData) -> None:
+    """-mpc: true drops for the MPC only; rr+la-clairvoyant: the true choice for RR only."""
+    model, latencies = OdometryAccuracyModel(0.005, 0.01), LatencyModel.load(None)
+    both = run_scheduler(data, 'accumo-clairvoyant', (1.0, 1.0), latencies, model)
+    mpc = run_scheduler(data, 'accumo-clairvoyant-mpc', (1.0, 1.0), latencies, model)
+    # The same offloads (the MPC sees the same true drops), another tracker-or-lite choice:
+    # the lite model's d (about 0.11 here) is below the true 0.20, so the models leave the
+    # tracker earlier.
+    assert mpc.offloaded == both.offloaded
+    assert mpc.depth_sources['local_algorithm'] > both.depth_sources['local_algorithm']
+    assert mpc.depth_abs_rel > both.depth_abs_rel
+    rr_la = run_scheduler(data, 'rr+la', None, latencies, model)
+    rr_true = run_scheduler(data, 'rr+la-clairvoyant', None, latencies, model)
+    assert rr_true.offloaded == rr_la.offloaded  # round robin ignores the estimates
+    assert rr_true.depth_abs_rel < rr_la.depth_abs_rel
+    assert 'rr+la-clairvoyant' in evaluate.ORACLES
+    assert 'rr+la-clairvoyant' not in evaluate.WEIGHTED
 
 
 def test_the_oracle_measures_odometry_as_the_model_in_use_was(data: SequenceData) -> None:
@@ -191,6 +211,16 @@ def test_a_phase_delays_the_first_offload(data: SequenceData) -> None:
     assert shifted.offloaded[7:] == at_zero.offloaded[:frames]
     for bad in ('-1', '0,0', 'x'):
         assert evaluate_main(['--dataset', '.', '--output', '.', '--phases', bad]) == 2
+
+
+def test_the_horizon_is_a_setting(data: SequenceData) -> None:
+    """--horizon reaches the MPC; a horizon of one frame sees no result and is still valid."""
+    model, latencies = OdometryAccuracyModel(0.005, 0.01), LatencyModel.load(None)
+    default = run_scheduler(data, 'accumo', (1.0, 1.0), latencies, model)
+    short = run_scheduler(data, 'accumo', (1.0, 1.0), latencies, model, horizon=1)
+    assert short.offloaded != default.offloaded
+    assert sum(short.offloads) > 0
+    assert evaluate_main(['--dataset', '.', '--output', '.', '--horizon', '0']) == 2
 
 
 def test_latency_files_are_read_and_drawn_from(tmp_path) -> None:  # noqa: ANN001

@@ -52,7 +52,13 @@ import numpy as np
 import yaml
 
 from accumo_ros.metrics import kitti_errors
-from accumo_ros.scheduler.mpc import AccuracyEstimate, MpcScheduler, TaskSpec, weighted_sum
+from accumo_ros.scheduler.mpc import (
+    MAX_PLANS,
+    AccuracyEstimate,
+    MpcScheduler,
+    TaskSpec,
+    weighted_sum,
+)
 from accumo_ros.scheduler.offload_latency import OffloadLatencyEstimator, OffloadSample
 from accumo_ros.scheduler.offload_policies import make_policy
 from accumo_ros.scheduler.pipeline import (
@@ -91,6 +97,10 @@ VARIANTS = {
     # The depth side split: the true tracker rate r or the true lite-net drop d alone.
     'accumo-clairvoyant-tracker': ('accumo', True, 'now-tracker'),
     'accumo-clairvoyant-lite': ('accumo', True, 'now-lite'),
+    # The clairvoyant's two beneficiaries apart: the MPC alone sees the true drops (the
+    # tracker-or-lite choice from the models), and round robin with the true choice.
+    'accumo-clairvoyant-mpc': ('accumo', True, 'now-mpc'),
+    'rr+la-clairvoyant': ('rr', True, 'now'),
 }
 # Not run by default: they answer which model costs AccuMO what, on request.
 ATTRIBUTION = (
@@ -98,7 +108,10 @@ ATTRIBUTION = (
     'accumo-clairvoyant-odometry',
     'accumo-clairvoyant-tracker',
     'accumo-clairvoyant-lite',
+    'accumo-clairvoyant-mpc',
 )
+# Not weighted: round robin ignores the estimates but in the local depth choice.
+SELECTOR_BOUND = ('rr+la-clairvoyant',)
 WEIGHTED = ('accumo-no-la', 'accumo', 'accumo-oracle', 'accumo-clairvoyant', *ATTRIBUTION)
 LOCAL_ALGORITHM_SUFFIX = '+la'
 
@@ -116,7 +129,7 @@ def scheduler_variant(name: str) -> tuple[str, bool, bool | str]:
     return name, name == 'la', False
 
 
-ORACLES = ('accumo-oracle', 'accumo-clairvoyant', *ATTRIBUTION)
+ORACLES = ('accumo-oracle', 'accumo-clairvoyant', *ATTRIBUTION, *SELECTOR_BOUND)
 # The dissertation's measured E2E offload latencies and server times (802.11ac + 2080 Ti).
 DISSERTATION_LATENCIES = {
     'source': 'dissertation §2.8.3 (802.11ac + RTX 2080 Ti), constant',
@@ -127,6 +140,7 @@ DISSERTATION_LATENCIES = {
 # round-robin period of the latencies in use (MpcScheduler.with_latencies).
 DEFAULT_STRIDE_LIMITS = (25, 26)
 STRIDE_LIMIT_LATENCIES = (5, 4)
+DEFAULT_HORIZON = 30  # frames, the release's
 MIN_DEPTH, MAX_DEPTH = 1e-3, 80.0
 # Part of the cached oracle drops' file name: change it whenever the filter or the VO
 # changes what a replay computes (the settings in the name do not cover code changes).
@@ -301,6 +315,18 @@ class _EvalPipeline(AccumoPipeline):
     # The true drop rate over the tracker model's latest span (the oracle's stand-in for it).
     true_tracker_rate: float | None = None
     _tracker_error: tuple[tuple[int, int], float] | None = None  # ((base, frame), AbsRel)
+    # The local choice between tracker and lite net from the models even where an oracle
+    # feeds the MPC ('accumo-clairvoyant-mpc').
+    selector_from_models: bool = False
+
+    def select_depth(self) -> DepthChoice:
+        if not self.selector_from_models:
+            return super().select_depth()
+        source, self.accuracy_source = self.accuracy_source, None
+        try:
+            return super().select_depth()
+        finally:
+            self.accuracy_source = source
 
     def update_accuracy_models(self) -> bool:
         ran = super().update_accuracy_models()
@@ -350,6 +376,7 @@ def _oracle(  # noqa: ANN202
     ``timing`` 'models': the true value of what each model measured at its latest run (the
     dissertation's oracle); 'now': the true drops of the current frame and window;
     'now-depth' and 'now-odometry': that task's as 'now', the other task's from its model;
+    'now-mpc': as 'now' (the pipeline keeps the models for the local depth choice);
     'now-tracker' and 'now-lite': the depth tracker's true rate, or the lite net's true
     drop, with the rest from the models. The odometry drops are measured as
     ``odometry_model`` was (window, strides).
@@ -387,7 +414,7 @@ def _oracle(  # noqa: ANN202
         )
         rate = max(0.0, drop) / stride_step
         odometry = AccuracyEstimate(rate, free_stride=odometry_model.base_stride)
-        if timing in ('models', 'now', 'now-odometry'):
+        if timing in ('models', 'now', 'now-odometry', 'now-mpc'):
             if timing == 'now-odometry':
                 depth = pipeline.model_estimates()[DEPTH]
             return [depth, odometry]
@@ -540,6 +567,7 @@ def run_scheduler(
     seed: int = 0,
     config: PipelineConfig | None = None,
     phase: int = 0,
+    horizon: int = DEFAULT_HORIZON,
 ) -> RunResult:
     """Replay one sequence under one scheduler; return its accuracy and series.
 
@@ -552,7 +580,7 @@ def run_scheduler(
     config = config or PipelineConfig(use_local_algorithm=use_la, fps=data.fps)
     default_frames = latency_model.default_frames(data.fps)
     pipeline = _build_pipeline(
-        data, policy_name, use_la, oracle, weights, latency_model, odometry_model, config
+        data, policy_name, use_la, oracle, weights, latency_model, odometry_model, config, horizon
     )
     latencies = OffloadLatencyEstimator(default_frames, data.fps)
     rng = np.random.default_rng(seed)
@@ -587,6 +615,7 @@ def _build_pipeline(
     latency_model: LatencyModel,
     odometry_model: OdometryAccuracyModel | OdometryModelSet,
     config: PipelineConfig,
+    horizon: int = DEFAULT_HORIZON,
 ) -> _EvalPipeline:
     """Return the pipeline of one run: the policy (with its MPC for AccuMO) over ``data``."""
     default_frames = latency_model.default_frames(data.fps)
@@ -598,7 +627,7 @@ def _build_pipeline(
                 ('depth', 'odometry'), STRIDE_LIMIT_LATENCIES, DEFAULT_STRIDE_LIMITS, strict=True
             )
         ]
-        mpc = MpcScheduler(tasks, horizon=30, merge=weighted_sum(weights or (1.0, 1.0)))
+        mpc = MpcScheduler(tasks, horizon=horizon, merge=weighted_sum(weights or (1.0, 1.0)))
         mpc = mpc.with_latencies(default_frames)
     accuracy_source = None
     if oracle:
@@ -617,6 +646,7 @@ def _build_pipeline(
         accuracy_source=accuracy_source,
     )
     pipeline.data = data
+    pipeline.selector_from_models = oracle == 'now-mpc'
     return pipeline
 
 
@@ -656,6 +686,7 @@ def evaluate_sequence(
     odometry_model_paths: Sequence[Path] | None = None,
     gyro_prior: bool = True,
     phases: Sequence[int] = (0,),
+    horizon: int = DEFAULT_HORIZON,
 ) -> list[RunResult]:
     """Every scheduler (weighted ones at every ratio, each at every phase) on one sequence."""
     import torch
@@ -670,7 +701,14 @@ def evaluate_sequence(
             for phase in phases:
                 started = time.monotonic()
                 result = run_scheduler(
-                    data, scheduler, weights, latency_model, model, seed, phase=phase
+                    data,
+                    scheduler,
+                    weights,
+                    latency_model,
+                    model,
+                    seed,
+                    phase=phase,
+                    horizon=horizon,
                 )
                 results.append(result)
                 print(
@@ -972,11 +1010,22 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         '--schedulers',
-        default=','.join((*STATIC_BASELINES, *(v for v in VARIANTS if v not in ATTRIBUTION))),
+        default=','.join(
+            (
+                *STATIC_BASELINES,
+                *(v for v in VARIANTS if v not in (*ATTRIBUTION, *SELECTOR_BOUND)),
+            )
+        ),
         help="comma-separated schedulers; a static one with '+la' runs AccuMO's local depth "
         'algorithm too (wrr:4:1+la)',
     )
     parser.add_argument('--weights', default='4:1,2:1,1:1,1:2,1:4', help='depth:odometry ratios')
+    parser.add_argument(
+        '--horizon',
+        type=int,
+        default=DEFAULT_HORIZON,
+        help='MPC horizon in frames (the release: 30)',
+    )
     add_vo_prior_argument(parser)
     parser.add_argument('--workers', type=int, default=2)
     parser.add_argument('--seed', type=int, default=0)
@@ -1001,6 +1050,8 @@ def main(argv: list[str] | None = None) -> int:
         phases = [int(v) for v in args.phases.split(',')]
         if any(phase < 0 for phase in phases) or len(set(phases)) != len(phases):
             raise ValueError(f'--phases must be distinct frames >= 0, got {args.phases}')
+        if args.horizon < 1:
+            raise ValueError(f'--horizon must be >= 1 frame, got {args.horizon}')
         schedulers = [s.strip() for s in args.schedulers.split(',') if s.strip()]
         for scheduler in schedulers:
             policy_name = scheduler_variant(scheduler)[0]
@@ -1030,6 +1081,7 @@ def main(argv: list[str] | None = None) -> int:
             args.odometry_model,
             args.vo_prior == 'gyro',
             phases,
+            args.horizon,
         )
         for p in paths
     ]
@@ -1047,7 +1099,7 @@ def main(argv: list[str] | None = None) -> int:
         'sequences': ', '.join(p.name for p in paths),
         'VO rotation prior': args.vo_prior,
         'phases (frames before the first offload, averaged)': ', '.join(map(str, phases)),
-        'horizon': 30,
+        'horizon': f'{args.horizon} frames (at most {MAX_PLANS} plans)',
         'stride limits (depth, odometry)': f'{DEFAULT_STRIDE_LIMITS} frames at latencies '
         f'{STRIDE_LIMIT_LATENCIES}, scaled with the round-robin period of the latencies in use; '
         "odometry's at most the stride limit of the odometry model in use",
