@@ -29,6 +29,8 @@ from accumo_ros.tools.evaluate import STATIC_BASELINES, T_ERR_LIMIT, RunResult
 from accumo_ros.tools.evaluate import overall as run_overall
 
 COMPARED = ('rr+la', 'accumo-clairvoyant')
+# The clairvoyant's two beneficiaries apart (accumo_evaluate's variants of those names).
+SPLIT = ('rr+la', 'rr+la-clairvoyant', 'accumo', 'accumo-clairvoyant-mpc', 'accumo-clairvoyant')
 
 
 def overall(runs: list[dict], scheduler: str, weights: tuple[float, float]) -> float | None:
@@ -53,6 +55,47 @@ def _key(run: dict) -> tuple:
 
 def gain(reference: float, accumo: float) -> float:
     return 100.0 * (reference - accumo) / reference
+
+
+def _split_table(sets: dict[str, list[dict]], weights: list[tuple[float, float]]) -> None:
+    """Print what the MPC and the local depth choice each gain with the true drops."""
+    print(
+        '\nThe clairvoyant split: RR + LA and the clairvoyant with the true tracker-or-lite '
+        'choice, AccuMO and the clairvoyant MPC with the models\' choice. "MPC bound": the '
+        'clairvoyant against RR + LA with the true choice (what scheduling can add with '
+        'perfect estimates); "MPC with true drops": the clairvoyant MPC against RR + LA.\n'
+    )
+    print(
+        '| weight | set | RR + LA | RR + LA, true choice | AccuMO | clairvoyant MPC | '
+        'clairvoyant | MPC bound | MPC with true drops | AccuMO vs RR + LA |'
+    )
+    print('|---|---|---|---|---|---|---|---|---|---|')
+    for w in weights:
+        columns: list[list[float]] = [[], [], []]
+        for name, runs in sets.items():
+            costs = [overall(runs, scheduler, w) for scheduler in SPLIT]
+            if any(c is None for c in costs):
+                continue
+            rr_la, rr_true, accumo, mpc, ideal = costs
+            for column, value in zip(
+                columns, (gain(rr_true, ideal), gain(rr_la, mpc), gain(rr_la, accumo)), strict=True
+            ):
+                column.append(value)
+            print(
+                f'| {w[0]:g}:{w[1]:g} | {name} | '
+                + ' | '.join(f'{c:.4f}' for c in costs)
+                + ' | '
+                + ' | '.join(f'{column[-1]:+.1f} %' for column in columns)
+                + ' |'
+            )
+        if columns[0]:
+            print(
+                f'| {w[0]:g}:{w[1]:g} | **mean (min .. max)** | | | | | | '
+                + ' | '.join(
+                    f'**{np.mean(c):+.1f} %** ({min(c):+.1f} .. {max(c):+.1f})' for c in columns
+                )
+                + ' |'
+            )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -108,6 +151,8 @@ def main(argv: list[str] | None = None) -> int:
                 f'{max(gains_static):+.1f}) | | **{np.nanmean(gains_rr):+.1f} %** '
                 f'({np.nanmin(gains_rr):+.1f} .. {np.nanmax(gains_rr):+.1f}) | |'
             )
+        if any(r['scheduler'] == SPLIT[1] for runs in sets.values() for r in runs):
+            _split_table(sets, weights)
         print(f'\nFilter health on {link}:\n')
         print(
             f'| scheduler | runs | worst t_err | runs > {T_ERR_LIMIT:.0%} | '

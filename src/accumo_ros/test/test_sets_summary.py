@@ -65,3 +65,38 @@ def test_a_set_given_twice_averages_its_phases_and_takes_reruns(tmp_path: Path) 
     assert '| 1:1 | s1 | 0.0800 | 0.2000 (rr) | +60.0 % | 0.1200 | +33.3 % | 0.0700 |' in output
     assert 'accumo 0,8' in output
     assert '| accumo | 2 |' in output  # two phases, one run each
+
+
+def test_the_clairvoyant_split_table(tmp_path: Path) -> None:
+    """With rr+la-clairvoyant runs, the table of what the MPC and the depth choice gain."""
+    runs = _write(
+        tmp_path / 'split.json',
+        [
+            _run('accumo', 0.10, (1.0, 1.0)),
+            _run('rr', 0.20),
+            _run('rr+la', 0.12),
+            _run('rr+la-clairvoyant', 0.08),
+            _run('accumo-clairvoyant-mpc', 0.11, (1.0, 1.0)),
+            _run('accumo-clairvoyant', 0.09, (1.0, 1.0)),
+        ],
+    )
+    output = subprocess.run(
+        [sys.executable, str(SCRIPT), f'16mbit=s1={runs}'],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    # MPC bound: 0.08 -> 0.09 (-12.5 %); MPC with true drops: 0.12 -> 0.11; AccuMO 0.12 -> 0.10.
+    row = '| 1:1 | s1 | 0.1200 | 0.0800 | 0.1000 | 0.1100 | 0.0900 | -12.5 % | +8.3 % | +16.7 % |'
+    assert row in output
+    without = _write(
+        tmp_path / 'plain.json',
+        [_run('accumo', 0.1, (1.0, 1.0)), _run('rr', 0.2), _run('rr+la', 0.12)],
+    )
+    plain = subprocess.run(
+        [sys.executable, str(SCRIPT), f'16mbit=s1={without}'],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert 'clairvoyant split' not in plain
