@@ -234,7 +234,7 @@ class MpcScheduler:
     ``merge`` folds the (plans, horizon, tasks) drops into one cost per plan; it defaults to
     :func:`weighted_sum` with equal weights. ``max_in_a_row`` caps offloads of one task in a
     row (3 for the dissertation's 3:1), counting the history passed to :meth:`decide`.
-    ``horizon`` (frames, at the tasks' latencies) is shortened where its plans would exceed
+    ``horizon`` (frames) is shortened where its plans would exceed
     :data:`MAX_PLANS`; :attr:`horizon` is the one in use.
     """
 
