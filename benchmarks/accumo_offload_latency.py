@@ -33,7 +33,7 @@ import numpy as np
 import torch
 import yaml
 
-from accumo_ros.models import rotation_prior_input
+from accumo_ros.models import rotation_prior_input, translation_prior_input
 from accumo_ros.simulation.dataset import split_paths
 from accumo_ros.simulation.sequence_bag import read_sequence_bag
 from accumo_ros.tasks.imu_filter import gyro_rotation
@@ -95,6 +95,7 @@ def main(argv: list[str] | None = None) -> int:
         [intrinsics.fx, intrinsics.fy, intrinsics.cx, intrinsics.cy], dtype=torch.float32
     )
     frames = len(sequence.frame_times)
+    poses = sequence.frame_poses()
     step = max(1, (frames - VO_PAIR_GAP) // (args.requests + WARM_UPS))
     starts = list(range(0, frames - VO_PAIR_GAP, step))[: args.requests + WARM_UPS]
     inputs = {
@@ -113,6 +114,12 @@ def main(argv: list[str] | None = None) -> int:
                             float(sequence.frame_times[i]),
                             float(sequence.frame_times[i + VO_PAIR_GAP]),
                         )
+                    )
+                ),
+                # The filter's predicted translation; here the true one (latency only).
+                'translation_prior': torch.from_numpy(
+                    translation_prior_input(
+                        (np.linalg.inv(poses[i]) @ poses[i + VO_PAIR_GAP])[:3, 3]
                     )
                 ),
             }

@@ -8,7 +8,10 @@
   the server depth net giving the first frame's metric depth. ``image_1``, ``image_2``
   (1, 3, H, W) uint8, ``intrinsics`` (4,) float32 ``fx, fy, cx, cy`` and ``rotation_prior``
   (3, 3) float32, the robot's gyro rotation ``R_body1_body2`` over the pair (all zeros: none,
-  PnP finds the rotation; see :mod:`accumo_ros.tasks.visual_odometry`) -> ``relative_pose``
+  PnP finds the rotation; see :mod:`accumo_ros.tasks.visual_odometry`) and
+  ``translation_prior`` (4,) float32 ``x, y, z, gate``: the position of body 2 in body 1
+  that the robot's filter predicts and the radius (m) around it in which the consensus is
+  sought first (gate 0: none; used with a rotation prior only) -> ``relative_pose``
   (4, 4) float64 ``T_body1_body2``, ``covariance`` (6, 6) float64, ``ok`` () bool,
   ``inliers`` () int64 (few of them tell the robot to move its keyframe on), and with a
   prior ``alternative_poses`` (K, 4, 4) / ``alternative_covariances`` (K, 6, 6) float64:
@@ -30,13 +33,16 @@ import torch
 from torch import nn
 
 from accumo_ros.tasks.depth_nets import load_depth_net
-from accumo_ros.tasks.visual_odometry import FramePairOdometry
+from accumo_ros.tasks.visual_odometry import FramePairOdometry, VoConfig
 from edge_offload.camera_model import PinholeCamera
 from edge_offload.models import ModelSpec, TensorSpec
 
 _IMAGE = TensorSpec((1, 3, None, None), torch.uint8)
 _INTRINSICS = TensorSpec((4,), torch.float32)
 _ROTATION_PRIOR = TensorSpec((3, 3), torch.float32, example_factory=lambda: torch.eye(3))
+_TRANSLATION_PRIOR = TensorSpec((4,), torch.float32)
+# No pair of frames a robot offloads moves it further than this (m).
+_MAX_TRANSLATION_PRIOR_M = 100.0
 # float32 on the wire: a rotation's columns are unit and orthogonal to about 1e-7.
 _ROTATION_TOLERANCE = 1e-4
 
@@ -65,6 +71,40 @@ def _rotation_prior(tensor: torch.Tensor) -> np.ndarray | None:
             f'|RᵀR - I| = {orthogonality:.2g}, det {np.linalg.det(rotation):.3f}'
         )
     return rotation
+
+
+def translation_prior_input(
+    position: np.ndarray | None, gate_m: float | None = None
+) -> np.ndarray:
+    """Return the ``translation_prior`` input: ``x, y, z, gate`` (None: no prior, zeros).
+
+    ``gate_m`` defaults to :meth:`VoConfig.translation_gate` of ``position``.
+    """
+    if position is None:
+        return np.zeros(4, dtype=np.float32)
+    position = np.asarray(position, dtype=np.float64).reshape(3)
+    if gate_m is None:
+        gate_m = VoConfig().translation_gate(position)
+    return np.append(position, gate_m).astype(np.float32)
+
+
+def _translation_prior(tensor: torch.Tensor) -> tuple[np.ndarray, float] | None:
+    """Return ``(position, gate)`` of a ``translation_prior`` input: None for a gate of 0.
+
+    ValueError for non-finite entries, a negative gate or an implausible distance.
+    """
+    values = tensor.numpy().astype(np.float64)
+    if not np.all(np.isfinite(values)):
+        raise ValueError('translation_prior has non-finite entries')
+    position, gate = values[:3], float(values[3])
+    if gate == 0.0:
+        return None
+    if gate < 0.0 or max(gate, float(np.linalg.norm(position))) > _MAX_TRANSLATION_PRIOR_M:
+        raise ValueError(
+            f'translation_prior must be x, y, z, gate with 0 <= gate and |xyz|, gate <= '
+            f'{_MAX_TRANSLATION_PRIOR_M:g} m; got {values.tolist()}'
+        )
+    return position, gate
 
 
 def _rgb(image: torch.Tensor) -> np.ndarray:
@@ -96,17 +136,28 @@ class ServerOdometry(nn.Module):
         image_2: torch.Tensor,
         intrinsics: torch.Tensor,
         rotation_prior: torch.Tensor,
+        translation_prior: torch.Tensor,
     ) -> tuple[torch.Tensor, ...]:
         rgb_1, rgb_2 = _rgb(image_1), _rgb(image_2)
         if rgb_1.shape != rgb_2.shape:
             raise ValueError(f'frame sizes differ: {rgb_1.shape} vs {rgb_2.shape}')
         prior = _rotation_prior(rotation_prior)
+        # A predicted translation steers the consensus only together with a rotation.
+        translation = _translation_prior(translation_prior) if prior is not None else None
+        position, gate = translation if translation is not None else (None, None)
         fx, fy, cx, cy = (float(v) for v in intrinsics)
         height, width = rgb_1.shape[:2]
         odometry = FramePairOdometry(PinholeCamera(fx, fy, cx, cy, width, height))
         depths = self.net.predict(np.stack([rgb_1, rgb_2]) if self.with_depth else rgb_1)
         depth_1 = depths[0] if self.with_depth else depths
-        result = odometry.estimate(rgb_1, rgb_2, depth_1, rotation_prior=prior)
+        result = odometry.estimate(
+            rgb_1,
+            rgb_2,
+            depth_1,
+            rotation_prior=prior,
+            translation_prior=position,
+            translation_gate_m=gate,
+        )
         alternatives = result.alternative_poses
         outputs = (
             torch.from_numpy(np.asarray(result.relative_pose, dtype=np.float64)),
@@ -130,6 +181,7 @@ _ODOMETRY_INPUTS = {
     'image_2': _IMAGE,
     'intrinsics': _INTRINSICS,
     'rotation_prior': _ROTATION_PRIOR,
+    'translation_prior': _TRANSLATION_PRIOR,
 }
 
 

@@ -41,7 +41,11 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy
 from scipy.spatial.transform import Rotation
 from sensor_msgs.msg import CameraInfo, Image, Imu
 
-from accumo_ros.models import alternatives_output, rotation_prior_input
+from accumo_ros.models import (
+    alternatives_output,
+    rotation_prior_input,
+    translation_prior_input,
+)
 from accumo_ros.scheduler.mpc import MpcScheduler, TaskSpec, weighted_sum
 from accumo_ros.scheduler.offload_latency import OffloadLatencyEstimator, OffloadSample
 from accumo_ros.scheduler.offload_policies import MpcPolicy, make_policy
@@ -471,6 +475,12 @@ class AccumoSchedulerNode(Node):
                 ),
                 to_tensor_blob(
                     'rotation_prior', rotation_prior_input(pipeline.odometry_rotation_prior(frame))
+                ),
+                to_tensor_blob(
+                    'translation_prior',
+                    translation_prior_input(
+                        *(pipeline.odometry_translation_prior(frame) or (None,))
+                    ),
                 ),
             ]
         else:

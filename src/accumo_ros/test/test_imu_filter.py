@@ -399,6 +399,16 @@ def test_relative_fusion_needs_a_clone():
     assert not kf.has_clone
 
 
+def test_position_in_clone_is_the_motion_since_the_clone_in_its_frame():
+    yaw = Rotation.from_euler('z', 90, degrees=True).as_matrix()
+    kf = ErrorStateKalmanFilter(make_poses(yaw, np.zeros(3)), np.array([0.0, 1.0, 0.0]))
+    assert kf.position_in_clone() is None
+    kf.clone_pose()
+    for _ in range(100):  # 1 s at 1 m/s along world y, the clone's forward axis
+        kf.predict(np.zeros(3), np.array([0.0, 0.0, 9.81]), 0.01)  # the filter's g
+    np.testing.assert_allclose(kf.position_in_clone(), [1.0, 0.0, 0.0], atol=1e-3)
+
+
 @cache
 def _relative_monte_carlo(keyframe_every: int = 1) -> tuple[np.ndarray, float, float, int]:
     """Fuse noisy relative poses every 8 frames; return (NEES, fused, IMU-only RMSE, rejected).

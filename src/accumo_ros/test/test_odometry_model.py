@@ -251,3 +251,15 @@ def test_cli_fits_and_writes_a_loadable_model(tmp_path, capsys):
     late = [*argv[:7], '--latency', '8', '--stride', '12', '--base-stride', '6']
     assert odometry_eval.main(late) == 2  # poses later than the base stride
     assert odometry_eval.main(['--dataset', str(tmp_path / 'none'), '--depth', 'gt']) == 2
+
+
+def test_with_the_translation_prior_the_chain_is_the_pairs_the_guided_run_got(short_sequence):
+    guided = odometry_eval.sequence_accuracy(
+        short_sequence, 'seq', _ground_truth_depth, 8, 4, translation_prior=True
+    )
+    plain = odometry_eval.sequence_accuracy(short_sequence, 'seq', _ground_truth_depth, 8, 4)
+    assert guided.vo_failures == plain.vo_failures == 0
+    assert guided.vo_pairs == plain.vo_pairs
+    # No moving boxes here to steer away from: the prior changes the chain little.
+    assert guided.vo_t_err == pytest.approx(plain.vo_t_err, rel=0.25, abs=0.01)
+    assert guided.fused_t_err < 0.75 * guided.kalman_t_err

@@ -25,6 +25,7 @@ from accumo_ros.simulation.sequence_bag import read_sequence_bag, write_sequence
 from accumo_ros.tasks.depth_tracking import LOCAL_ALGORITHM, TRACKER
 from accumo_ros.tasks.imu_filter import LevelGroundPrior
 from accumo_ros.tasks.odometry_model import OdometryAccuracyModel, OdometryModelSet
+from accumo_ros.tasks.visual_odometry import VoConfig
 from accumo_ros.tools import evaluate, odometry_eval
 
 # 25 ms at 60 FPS: results usable two frames after the offload.
@@ -434,3 +435,46 @@ def test_the_odometry_offload_carries_the_gyro_rotation_the_evaluator_uses(data)
     np.testing.assert_allclose(prior, data.vo.rotation_prior(0, 11), atol=1e-12)
     truth = data.truth[0][:3, :3].T @ data.truth[11][:3, :3]
     assert rotation_angles((prior.T @ truth)[None])[0] < np.radians(0.5)
+
+
+def test_the_odometry_offload_carries_the_filters_predicted_translation(data):
+    s = data.sequence
+    pipeline = _odometry_only_pipeline(data)
+    imu = 0
+    predicted = None
+    for frame in range(12):
+        while s.imu_times[imu] <= s.frame_times[frame] + 1e-9:
+            pipeline.add_imu(s.imu_times[imu], s.angular_velocity[imu], s.linear_acceleration[imu])
+            imu += 1
+        pipeline.begin_frame(frame, s.frame_times[frame], s.rgb[frame])
+        if frame in (0, 11):
+            if frame == 11:
+                predicted = pipeline.fusion.filter.position_in_clone()
+                sigma = pipeline.fusion.filter.position_in_clone_sigma()
+            pipeline.decide()
+    # Taken when the offload was decided: the filter's position since the keyframe, and a
+    # gate that grows with its uncertainty.
+    position, gate = pipeline.odometry_translation_prior(11)
+    np.testing.assert_allclose(position, predicted)
+    assert 0.0 < sigma < 0.1
+    assert gate == pytest.approx(VoConfig().translation_gate(predicted, sigma))
+    truth = (np.linalg.inv(data.truth[0]) @ data.truth[11])[:3, 3]
+    assert np.linalg.norm(predicted - truth) < gate
+
+
+def test_the_evaluator_sends_the_translation_prior_only_when_asked(data):
+    plain = odometry_eval.VoCache(data.sequence, lambda _s, i: data.server_depth[i])
+    guided = odometry_eval.VoCache(
+        data.sequence, lambda _s, i: data.server_depth[i], translation_prior=True
+    )
+    sideways = (np.array([0.0, 3.0, 0.0]), 0.5)
+    # Without translation_prior the prediction is ignored: the same (cached) result.
+    assert plain(0, 11, sideways) is plain(0, 11)
+    # With it, each prediction is a pair of its own (what VO does with it: test_visual_odometry).
+    far = guided(0, 11, sideways)
+    assert guided(0, 11, (sideways[0].copy(), 0.5)) is far
+    assert guided(0, 11) is not far
+    assert guided(0, 11, (sideways[0], 0.6)) is not far
+    assert not odometry_eval.VoCache(
+        data.sequence, None, False, translation_prior=True
+    ).translation_prior

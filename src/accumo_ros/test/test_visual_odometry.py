@@ -14,6 +14,7 @@ from accumo_ros.tasks.visual_odometry import (
     FramePairOdometry,
     KeyframePolicy,
     VoConfig,
+    VoResult,
     translation_ransac,
 )
 
@@ -95,10 +96,10 @@ def _yaw(angle_rad: float) -> np.ndarray:
     return np.array([[c, 0.0, s], [0.0, 1.0, 0.0], [-s, 0.0, c]])
 
 
-def _scene(rng, count, rotation, translation, camera):
+def _scene(rng, count, rotation, translation, camera, depth_m=(2.0, 12.0)):
     """Points in front of camera 1 and their exact pixels in camera 2 (X_2 = R X_1 + t)."""
     points = np.column_stack(
-        [rng.uniform(-3, 3, count), rng.uniform(-2, 2, count), rng.uniform(2, 12, count)]
+        [rng.uniform(-3, 3, count), rng.uniform(-2, 2, count), rng.uniform(*depth_m, count)]
     )
     moved = points @ rotation.T + translation
     pixels = np.column_stack(
@@ -221,3 +222,84 @@ def test_the_alternatives_of_a_real_pair_are_poses_with_covariances(sequence):
     assert len(result.alternative_poses) == len(result.alternatives)
     # PnP without a prior gives none.
     assert odometry.estimate(a.rendered.rgb, b.rendered.rgb, a.rendered.depth).alternatives == ()
+
+
+def _body_prior(rotation: np.ndarray, translation: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Return (R_body1_body2, position of body 2 in body 1) of optical ``X_2 = R X_1 + t``."""
+    body_to_optical = T_BODY_OPTICAL[:3, :3]
+    rotation_prior = (body_to_optical @ rotation @ body_to_optical.T).T
+    return rotation_prior, body_to_optical @ (-rotation.T @ translation)
+
+
+def _box_ahead(camera, rng):
+    """Return a room moving past the camera and a larger box driving along with it."""
+    rotation = _yaw(np.radians(1.0))
+    static_t = np.array([0.0, 0.0, -0.2])  # the camera drives 0.2 m forward
+    static, static_pixels = _scene(rng, 60, rotation, static_t, camera, (2.0, 5.0))
+    # The car ahead moves with the robot: seen from the camera it only turns.
+    box, box_pixels = _scene(rng, 150, rotation, np.zeros(3), camera, (2.0, 5.0))
+    return rotation, static_t, np.vstack([box, static]), np.vstack([box_pixels, static_pixels])
+
+
+def test_a_translation_prior_picks_the_room_over_a_larger_box_driving_ahead(sequence):
+    camera = sequence.config.intrinsics
+    odometry = FramePairOdometry(camera)
+    rotation, static_t, points, pixels = _box_ahead(camera, np.random.default_rng(4))
+    rotation_prior, position = _body_prior(rotation, static_t)
+    # The rotation alone takes the box: "the robot stands still". (Points near the focus
+    # of expansion fit either motion.)
+    (solved,) = odometry._solve_with_prior(points, pixels, 210, rotation_prior)  # noqa: SLF001
+    assert set(range(150)) <= set(solved[2].tolist())
+    assert np.linalg.norm(solved[1]) < 0.01
+    # The filter predicts 0.17 m forward (15 % short): the room's set is the one near it.
+    predicted = 0.85 * position
+    gate = (predicted, odometry.config.translation_gate(predicted))
+    (solved,) = odometry._solve_with_prior(  # noqa: SLF001
+        points, pixels, 210, rotation_prior, gate
+    )
+    assert set(range(150, 210)) <= set(solved[2].tolist())
+    assert len(solved[2]) < 120
+    np.testing.assert_allclose(solved[1][:, 0], static_t, atol=0.01)
+
+
+def test_a_pair_with_no_set_near_the_predicted_translation_fails(sequence):
+    camera = sequence.config.intrinsics
+    odometry = FramePairOdometry(camera)
+    rotation, _, points, pixels = _box_ahead(camera, np.random.default_rng(5))
+    rotation_prior, _ = _body_prior(rotation, np.zeros(3))
+    sideways = np.array([0.0, 1.0, 0.0])  # 1 m to the left: nothing moved like that
+    gate = (sideways, odometry.config.translation_gate(sideways))
+    # Not the box's set, which contradicts the filter's prediction: no pose.
+    failed = odometry._solve_with_prior(points, pixels, 210, rotation_prior, gate)  # noqa: SLF001
+    assert isinstance(failed, VoResult)
+    assert not failed.ok
+    assert 'predicted translation' in failed.reason
+    # A prediction the filter is unsure of (1 m standard deviation) gates nothing out.
+    unsure = (sideways, odometry.config.translation_gate(sideways, sigma_m=1.0))
+    (solved,) = odometry._solve_with_prior(  # noqa: SLF001
+        points, pixels, 210, rotation_prior, unsure
+    )
+    assert set(range(150)) <= set(solved[2].tolist())
+
+
+def test_a_real_pair_with_a_translation_prior(sequence):
+    odometry = FramePairOdometry(sequence.config.intrinsics)
+    a, b = sequence.frame(30), sequence.frame(42)
+    truth = relative_poses(a.pose[None], b.pose[None])[0]
+    frames = a.rendered.rgb, b.rendered.rgb, a.rendered.depth
+    result = odometry.estimate(
+        *frames, rotation_prior=truth[:3, :3], translation_prior=truth[:3, 3] * 1.2
+    )
+    assert result.ok, result.reason
+    assert np.linalg.norm(result.relative_pose[:3, 3] - truth[:3, 3]) < 0.04
+    far = odometry.estimate(
+        *frames, rotation_prior=truth[:3, :3], translation_prior=truth[:3, 3] + [0, 2.0, 0]
+    )
+    assert not far.ok
+    assert 'predicted translation' in far.reason
+    with pytest.raises(ValueError, match='rotation prior'):
+        odometry.estimate(*frames, translation_prior=truth[:3, 3])
+    with pytest.raises(ValueError, match='translation prior'):
+        odometry.estimate(
+            *frames, rotation_prior=truth[:3, :3], translation_prior=[np.nan, 0.0, 0.0]
+        )

@@ -63,7 +63,7 @@ from accumo_ros.tasks.odometry_model import (
     OdometryModelSet,
     window_angular_speed,
 )
-from accumo_ros.tasks.visual_odometry import KeyframePolicy
+from accumo_ros.tasks.visual_odometry import KeyframePolicy, VoConfig
 from edge_offload.camera_model import PinholeCamera
 
 DEPTH = 0
@@ -169,6 +169,10 @@ class Decision:
     solve_time_s: float
 
 
+# The VO settings the robot's translation prior is gated with (the server uses its own).
+VO_CONFIG = VoConfig()
+
+
 @dataclass
 class _PendingOdometry:
     first: int  # the keyframe: the VO pair is (first, second)
@@ -177,6 +181,9 @@ class _PendingOdometry:
     second_rgb: np.ndarray
     first_time: float
     second_time: float
+    # The filter's predicted position of the second frame in the first and the VO gate
+    # around it (None: no clone).
+    translation_prior: tuple[np.ndarray, float] | None = None
 
 
 class ImuPoseChange:
@@ -439,6 +446,16 @@ class AccumoPipeline:
         rates = np.stack([rate for _, rate in log])
         return gyro_rotation(times, rates, pending.first_time, pending.second_time)
 
+    def odometry_translation_prior(self, frame: int) -> tuple[np.ndarray, float] | None:
+        """Return the filter's predicted position of the pair's second frame in its first.
+
+        ``(position, gate)``, taken when offload ``frame`` was decided (IMU and the poses
+        fused so far); the gate (m) widens with the prediction's uncertainty. The server's
+        VO takes the consensus near it, so a box driving ahead of the robot, which says
+        "standing still", loses to the room (:mod:`accumo_ros.tasks.visual_odometry`).
+        """
+        return self._odometry_pending[frame].translation_prior
+
     def _start_offload(self, task: int) -> bool:
         """Prepare ``task``'s offload of the current frame; False if it needs no upload."""
         frame = self.frame
@@ -467,6 +484,7 @@ class AccumoPipeline:
                 self.rgb,
                 self._keyframe_time,
                 self.frame_time,
+                VO_CONFIG.translation_prior_of(self.fusion.filter),
             )
         else:
             raise ValueError(f'unknown task {task}')

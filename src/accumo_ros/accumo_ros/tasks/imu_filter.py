@@ -659,6 +659,29 @@ class ErrorStateKalmanFilter:
             covariance=self._kf.P[np.ix_(index, index)].copy(),
         )
 
+    def position_in_clone(self) -> np.ndarray | None:
+        """Return the current position in the cloned body frame (None without a clone).
+
+        The filter's prediction of a VO pair's translation from the clone to now, which
+        the server's VO takes as its translation prior.
+        """
+        if self._clone is None:
+            return None
+        return self._clone.rotation.T @ (self._p - self._clone.position)
+
+    def position_in_clone_sigma(self) -> float | None:
+        """Return the largest standard deviation (m) of :meth:`position_in_clone`.
+
+        From the state and clone covariances: it grows while the filter dead-reckons, so a
+        prior the filter is unsure of constrains VO less.
+        """
+        if self._clone is None:
+            return None
+        _, h_state, h_clone, _ = self._relative_measurement(np.eye(4), np.eye(POSE_DIM))
+        jacobian = np.hstack([h_state, h_clone])[:3]
+        covariance = jacobian @ self._augmented_covariance() @ jacobian.T
+        return float(np.sqrt(max(np.linalg.eigvalsh(covariance)[-1], 0.0)))
+
     def drop_clone(self) -> None:
         """Forget the cloned pose (relative fusion needs a new :meth:`clone_pose`)."""
         self._clone = None

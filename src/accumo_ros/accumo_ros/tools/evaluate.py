@@ -229,6 +229,13 @@ def _initial_odometry_model(
     return models.select(latency_model.default_frames(fps)[ODOMETRY])
 
 
+def _vo_prior_suffix(gyro_prior: bool, translation_prior: bool) -> str:
+    """Return the window-drop cache's name part for the VO prior ('' for none)."""
+    if not gyro_prior:
+        return ''
+    return '.motion' if translation_prior else '.gyro'
+
+
 def load_sequence_data(
     path: Path,
     cache_dir: Path,
@@ -236,10 +243,12 @@ def load_sequence_data(
     odometry_model: OdometryAccuracyModel | OdometryModelSet | None = None,
     latency_model: LatencyModel | None = None,
     gyro_prior: bool = True,
+    translation_prior: bool = False,
 ) -> SequenceData:
     """Read a sequence bag and run both depth nets on every frame (cached as .npz).
 
-    ``gyro_prior``: VO pairs take the gyro's rotation as prior (:class:`VoCache`).
+    ``gyro_prior``: VO pairs take the gyro's rotation as prior (:class:`VoCache`), and
+    with ``translation_prior`` the translation the robot's filter predicts as well.
     With ``oracle``, also the true odometry window drops, measured as ``odometry_model``
     (default the packaged ones) was: its window, strides and latency; of a model set, the
     model the scheduler starts with at ``latency_model``'s latencies.
@@ -258,17 +267,19 @@ def load_sequence_data(
         np.savez(cache, server=server, lite=lite)
     server_error = np.array([abs_rel(server[i], sequence.depth[i]) for i in range(len(server))])
     lite_error = np.array([abs_rel(lite[i], sequence.depth[i]) for i in range(len(lite))])
-    vo = VoCache(sequence, lambda _s, index: server[index], gyro_prior)
+    vo = VoCache(
+        sequence, lambda _s, index: server[index], gyro_prior, translation_prior=translation_prior
+    )
     window_drops_by_start: dict[int, float] = {}
     fps = 1.0 / float(np.median(np.diff(sequence.frame_times)))
     if oracle:
         keyframes = PipelineConfig().keyframes
         m = _initial_odometry_model(odometry_model, latency_model or LatencyModel.load(None), fps)
+        prior = _vo_prior_suffix(gyro_prior, translation_prior)
         drops_file = cache_dir / (
             f'{path.name}.window_drops.kf{keyframes.max_frames}-{keyframes.min_inliers}'
             f'.vf{VoConfig().translation_floor_m:g}.w{m.window_frames}s{m.base_stride}-'
-            f'{m.raised_stride}l{m.latency_frames}{".gyro" if gyro_prior else ""}.'
-            f'{WINDOW_DROPS_VERSION}.json'
+            f'{m.raised_stride}l{m.latency_frames}{prior}.{WINDOW_DROPS_VERSION}.json'
         )
         if drops_file.is_file():
             window_drops_by_start = {
@@ -286,6 +297,7 @@ def load_sequence_data(
                 window_starts=starts,
                 keyframes=keyframes,
                 gyro_prior=gyro_prior,
+                translation_prior=translation_prior,
             )
             window_drops_by_start = {s: float(d) for s, d in zip(starts, drops, strict=True)}
             drops_file.write_text(json.dumps(window_drops_by_start))
@@ -663,7 +675,7 @@ def _deliver(
             pipeline.depth_result(offloaded_frame, data.server_depth[offloaded_frame])
         else:
             first, second, _ = pipeline.odometry_pair(offloaded_frame)
-            result = data.vo(first, second)
+            result = data.vo(first, second, pipeline.odometry_translation_prior(offloaded_frame))
             relative = result.relative_pose if result.ok else None
             pipeline.odometry_result(
                 offloaded_frame,
@@ -687,6 +699,7 @@ def evaluate_sequence(
     gyro_prior: bool = True,
     phases: Sequence[int] = (0,),
     horizon: int = DEFAULT_HORIZON,
+    translation_prior: bool = False,
 ) -> list[RunResult]:
     """Every scheduler (weighted ones at every ratio, each at every phase) on one sequence."""
     import torch
@@ -694,7 +707,9 @@ def evaluate_sequence(
     torch.set_num_threads(1)
     oracle = any(name in schedulers for name in ORACLES)
     model = OdometryModelSet.load(odometry_model_paths)
-    data = load_sequence_data(path, cache_dir, oracle, model, latency_model, gyro_prior)
+    data = load_sequence_data(
+        path, cache_dir, oracle, model, latency_model, gyro_prior, translation_prior
+    )
     results = []
     for scheduler in schedulers:
         for weights in weight_ratios if scheduler in WEIGHTED else [None]:
@@ -1079,9 +1094,10 @@ def main(argv: list[str] | None = None) -> int:
             weights,
             args.seed,
             args.odometry_model,
-            args.vo_prior == 'gyro',
+            args.vo_prior != 'none',
             phases,
             args.horizon,
+            args.vo_prior == 'motion',
         )
         for p in paths
     ]
@@ -1097,7 +1113,7 @@ def main(argv: list[str] | None = None) -> int:
         'mode': 'fast: real nets, VO and filters; offload latency drawn per offload from '
         f'{latency_model.source}',
         'sequences': ', '.join(p.name for p in paths),
-        'VO rotation prior': args.vo_prior,
+        'VO prior': args.vo_prior,
         'phases (frames before the first offload, averaged)': ', '.join(map(str, phases)),
         'horizon': f'{args.horizon} frames (at most {MAX_PLANS} plans)',
         'stride limits (depth, odometry)': f'{DEFAULT_STRIDE_LIMITS} frames at latencies '

@@ -77,6 +77,8 @@ DepthSource = Callable[[LoadedSequence, int], np.ndarray]
 # Segment starts every this many frames (the KITTI devkit's step is 10 frames at 10 Hz; at
 # 60 FPS a start every 6 frames keeps the same time spacing).
 SEGMENT_STEP = 6
+# VO priors: none (PnP), the gyro's rotation, and that with the filter's translation.
+VO_PRIORS = ('none', 'gyro', 'motion')
 
 
 def imu_noise_of(sequence: LoadedSequence) -> ImuNoise:
@@ -90,7 +92,10 @@ class VoCache:
 
     With ``gyro_prior`` (the default, as the scheduler node sends it) each pair gets the
     rotation the gyro integrated between its frames (raw rates, bias unknown) as its
-    rotation prior; without, PnP's own RANSAC finds the rotation.
+    rotation prior; without, PnP's own RANSAC finds the rotation. With
+    ``translation_prior`` as well, a pair also takes the translation its caller's filter
+    predicts (:meth:`__call__`), as the scheduler node sends it; results are kept per
+    prediction.
     """
 
     def __init__(
@@ -99,16 +104,35 @@ class VoCache:
         depth_of: DepthSource,
         gyro_prior: bool = True,
         config: VoConfig | None = None,
+        translation_prior: bool = False,
     ) -> None:
         self.sequence = sequence
         self.depth_of = depth_of
         self.gyro_prior = gyro_prior
-        self._odometry = FramePairOdometry(sequence.intrinsics, config)
+        # Whether pairs take the translation a caller's filter predicts (with the gyro's).
+        self.translation_prior = translation_prior and gyro_prior
+        self.config = config or VoConfig()
+        self._odometry = FramePairOdometry(sequence.intrinsics, self.config)
         self._results: dict[tuple[int, int], VoResult] = {}
 
-    def __call__(self, first: int, second: int) -> VoResult:
-        """Return the VO estimate of frame ``second`` relative to frame ``first``."""
-        key = (first, second)
+    def __call__(
+        self,
+        first: int,
+        second: int,
+        translation_prior: tuple[np.ndarray, float] | None = None,
+    ) -> VoResult:
+        """Return the VO estimate of frame ``second`` relative to frame ``first``.
+
+        ``translation_prior``: ``(position of second in first, gate)`` as a filter predicts
+        it (:meth:`VoConfig.translation_prior_of`); used only if the cache was made with
+        ``translation_prior``.
+        """
+        position, gate = None, None
+        key: tuple = (first, second)
+        if self.translation_prior and translation_prior is not None:
+            position = np.asarray(translation_prior[0], dtype=np.float64)
+            gate = float(translation_prior[1])
+            key = (first, second, position.tobytes(), gate)
         if key not in self._results:
             s = self.sequence
             self._results[key] = self._odometry.estimate(
@@ -116,6 +140,8 @@ class VoCache:
                 s.rgb[second],
                 self.depth_of(s, first),
                 rotation_prior=self.rotation_prior(first, second),
+                translation_prior=position,
+                translation_gate_m=gate,
             )
         return self._results[key]
 
@@ -154,6 +180,8 @@ class FusedOdometryRun:
         self.vo = vo
         self.latency = latency
         self.keyframes = keyframes
+        # Every pair's VO result, in arrival order: (first, second, result).
+        self.pair_results: list[tuple[int, int, VoResult]] = []
         truth = sequence.frame_poses()
         self.filter = ErrorStateKalmanFilter(
             truth[0],
@@ -168,7 +196,8 @@ class FusedOdometryRun:
         self._imu = 0  # the next IMU sample to feed
         self._previous_offload: int | None = None  # the first frame of the next pair
         self._clone_frame: int | None = None
-        self._arrivals: dict[int, tuple[int, int]] = {}  # arrival frame -> (first, second)
+        # arrival frame -> (first, second, the filter's translation prior or None)
+        self._arrivals: dict[int, tuple[int, int, tuple[np.ndarray, float] | None]] = {}
         self.set_offloads(offloads)
 
     def fork(self) -> FusedOdometryRun:
@@ -178,6 +207,7 @@ class FusedOdometryRun:
         other.filter = other.fusion.filter
         other.poses = self.poses.copy()
         other._arrivals = dict(self._arrivals)
+        other.pair_results = list(self.pair_results)
         return other
 
     def set_offloads(self, offloads: Sequence[int]) -> None:
@@ -204,14 +234,15 @@ class FusedOdometryRun:
 
     def _handle_frame(self, frame: int, frame_time: float) -> None:
         if frame in self._arrivals:
-            first, second = self._arrivals.pop(frame)
+            first, second, predicted = self._arrivals.pop(frame)
             if first != self._clone_frame:
                 # An earlier pair failed meanwhile and restarted the chain: this pair
                 # measures from a frame the filter no longer holds.
                 self.fusion.discard(second)
                 self._offload(frame, frame_time)
                 return
-            result = self.vo(first, second)
+            result = self.vo(first, second, predicted)
+            self.pair_results.append((first, second, result))
             # A failed pair restarts the chain at its second frame.
             # Pairs already sent from a keyframe that moves on are discarded on arrival.
             keep = (
@@ -240,8 +271,12 @@ class FusedOdometryRun:
             self._clone_frame = frame
             self._previous_offload = frame
             return
+        # The filter's predicted translation over the pair, as the scheduler node sends it.
+        predicted = None
+        if self.vo.translation_prior and self._clone_frame == self._previous_offload:
+            predicted = self.vo.config.translation_prior_of(self.filter)
         self.fusion.snapshot(frame, frame_time)
-        self._arrivals[frame + self.latency] = (self._previous_offload, frame)
+        self._arrivals[frame + self.latency] = (self._previous_offload, frame, predicted)
         if self.keyframes is None:
             self._previous_offload = frame
 
@@ -295,16 +330,31 @@ def sequence_accuracy(
     keyframes: KeyframePolicy | None = None,
     gyro_prior: bool = True,
     vo_config: VoConfig | None = None,
+    translation_prior: bool = False,
 ) -> SequenceAccuracy:
-    """Score server VO, the IMU-only filter and the fused filter on one sequence."""
+    """Score server VO, the IMU-only filter and the fused filter on one sequence.
+
+    ``translation_prior`` (with ``gyro_prior``): each VO pair also gets the fused filter's
+    predicted translation, as the scheduler node sends it. The chained VO is then the
+    chain of the pairs a frame-to-frame fused run got from the server (its prior comes from
+    the IMU and the earlier pairs), so it still scores the server's poses alone.
+    """
     truth = sequence.frame_poses()
     noise = imu_noise_of(sequence)
-    vo = VoCache(sequence, depth_of, gyro_prior, vo_config)
+    vo = VoCache(sequence, depth_of, gyro_prior, vo_config, translation_prior)
     offloads = periodic_offloads(len(truth), stride)
+    translation_prior = vo.translation_prior
+    pairs: dict[tuple[int, int], VoResult] = {}
+    if translation_prior:
+        guided = FusedOdometryRun(sequence, vo, offloads, latency, noise, None)
+        guided.run_to(len(truth))
+        pairs = {(first, second): result for first, second, result in guided.pair_results}
     chain = [truth[0]]
     failures = 0
     for first, second in zip(offloads[:-1], offloads[1:], strict=True):
-        result = vo(first, second)
+        result = pairs.get((first, second)) if translation_prior else vo(first, second)
+        if result is None:  # the run had not got the pair back by the end
+            result = VoResult(False, np.eye(4), np.eye(6), 0, 0, 'not sent')
         failures += not result.ok
         # A failed pair keeps the last pose: VO alone has nothing else to go on.
         chain.append(chain[-1] @ (result.relative_pose if result.ok else np.eye(4)))
@@ -341,6 +391,7 @@ def window_drops(
     window_starts: list[int] | None = None,
     keyframes: KeyframePolicy | None = None,
     gyro_prior: bool = True,
+    translation_prior: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Return (angular speed rad/s, t_err drop) of raising the stride in each window.
 
@@ -354,7 +405,7 @@ def window_drops(
     truth = sequence.frame_poses()
     frames = len(truth)
     noise = imu_noise_of(sequence)
-    vo = VoCache(sequence, depth_of, gyro_prior)
+    vo = VoCache(sequence, depth_of, gyro_prior, translation_prior=translation_prior)
     fps = 1.0 / float(np.median(np.diff(sequence.frame_times)))
     rotations = imu_only_rotations(sequence, noise)
 
@@ -478,13 +529,14 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def add_vo_prior_argument(parser: argparse.ArgumentParser) -> None:
-    """Add ``--vo-prior`` (none or gyro): the evaluators' choice of VO rotation prior."""
+    """Add ``--vo-prior`` (:data:`VO_PRIORS`): the evaluators' choice of VO prior."""
     parser.add_argument(
         '--vo-prior',
-        choices=('none', 'gyro'),
-        default='gyro',
-        help="VO's rotation prior: the gyro's rotation over each pair (default, as the "
-        'scheduler node sends it) or none (PnP RANSAC).',
+        choices=VO_PRIORS,
+        default='motion',
+        help="VO's prior: the gyro's rotation over each pair and the robot filter's "
+        'predicted translation (motion, the default, as the scheduler node sends them), '
+        'the rotation alone (gyro) or none (PnP RANSAC).',
     )
 
 
@@ -513,7 +565,8 @@ def _collect_drops(
             raised_stride=args.raised_stride,
             latency=latency,
             keyframes=keyframes,
-            gyro_prior=args.vo_prior == 'gyro',
+            gyro_prior=args.vo_prior != 'none',
+            translation_prior=args.vo_prior == 'motion',
         )
         speeds.append(w)
         drops.append(d)
@@ -623,8 +676,9 @@ def _accuracy_table(
             args.stride,
             args.latency,
             keyframes,
-            gyro_prior=args.vo_prior == 'gyro',
+            gyro_prior=args.vo_prior != 'none',
             vo_config=VoConfig(prior_alternatives=args.vo_alternatives),
+            translation_prior=args.vo_prior == 'motion',
         )
         rows.append(accuracy)
         print(
