@@ -417,7 +417,8 @@ def test_abs_rel_counts_pixels_without_a_prediction_as_fully_wrong():
     assert evaluate.abs_rel(np.full((2, 2), np.nan), truth) == pytest.approx(1.0)
 
 
-def test_the_odometry_offload_carries_the_gyro_rotation_the_evaluator_uses(data):
+def _up_to_the_second_odometry_offload(data):
+    """Return an odometry-only pipeline that offloaded frame 0 and is at frame 11, undecided."""
     s = data.sequence
     pipeline = _odometry_only_pipeline(data)
     imu = 0
@@ -426,8 +427,14 @@ def test_the_odometry_offload_carries_the_gyro_rotation_the_evaluator_uses(data)
             pipeline.add_imu(s.imu_times[imu], s.angular_velocity[imu], s.linear_acceleration[imu])
             imu += 1
         pipeline.begin_frame(frame, s.frame_times[frame], s.rgb[frame])
-        if frame in (0, 11):
+        if frame == 0:
             pipeline.decide()
+    return pipeline
+
+
+def test_the_odometry_offload_carries_the_gyro_rotation_the_evaluator_uses(data):
+    pipeline = _up_to_the_second_odometry_offload(data)
+    pipeline.decide()
     first, second, _ = pipeline.odometry_pair(11)
     assert (first, second) == (0, 11)
     prior = pipeline.odometry_rotation_prior(11)
@@ -438,20 +445,10 @@ def test_the_odometry_offload_carries_the_gyro_rotation_the_evaluator_uses(data)
 
 
 def test_the_odometry_offload_carries_the_filters_predicted_translation(data):
-    s = data.sequence
-    pipeline = _odometry_only_pipeline(data)
-    imu = 0
-    predicted = None
-    for frame in range(12):
-        while s.imu_times[imu] <= s.frame_times[frame] + 1e-9:
-            pipeline.add_imu(s.imu_times[imu], s.angular_velocity[imu], s.linear_acceleration[imu])
-            imu += 1
-        pipeline.begin_frame(frame, s.frame_times[frame], s.rgb[frame])
-        if frame in (0, 11):
-            if frame == 11:
-                predicted = pipeline.fusion.filter.position_in_clone()
-                sigma = pipeline.fusion.filter.position_in_clone_sigma()
-            pipeline.decide()
+    pipeline = _up_to_the_second_odometry_offload(data)
+    predicted = pipeline.fusion.filter.position_in_clone()
+    sigma = pipeline.fusion.filter.position_in_clone_sigma()
+    pipeline.decide()
     # Taken when the offload was decided: the filter's position since the keyframe, and a
     # gate that grows with its uncertainty.
     position, gate = pipeline.odometry_translation_prior(11)
