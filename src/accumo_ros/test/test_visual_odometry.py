@@ -303,3 +303,19 @@ def test_a_real_pair_with_a_translation_prior(sequence):
         odometry.estimate(
             *frames, rotation_prior=truth[:3, :3], translation_prior=[np.nan, 0.0, 0.0]
         )
+
+
+def test_a_gated_set_that_turns_away_from_the_gyro_fails_for_that_reason(sequence):
+    camera = sequence.config.intrinsics
+    # A tolerance below the prior's error: the room's set is found near the predicted
+    # translation, and its refined rotation then leaves the prior's.
+    odometry = FramePairOdometry(camera, VoConfig(prior_rotation_tolerance_deg=0.05))
+    rotation, static_t, points, pixels = _box_ahead(camera, np.random.default_rng(4))
+    rotation_prior, position = _body_prior(rotation, static_t)
+    rotation_prior = rotation_prior @ _yaw(np.radians(0.2))
+    gate = (position, odometry.config.translation_gate(position))
+    failed = odometry._solve_with_prior(points, pixels, 210, rotation_prior, gate)  # noqa: SLF001
+    assert isinstance(failed, VoResult)
+    assert not failed.ok
+    assert 'refined rotation' in failed.reason
+    assert failed.inliers >= odometry.config.min_inliers

@@ -353,7 +353,7 @@ class FramePairOdometry:
             # X_2 = R (X_1 - c): t = -R c, c the second camera's centre in optical frame 1.
             prior = -rotation @ (body_to_optical.T @ position)
             first = self._consensus_set(points, observed, matches, rotation, rng, prior, radius)
-            if isinstance(first, VoResult):
+            if isinstance(first, VoResult) and first.inliers < c.min_inliers:
                 # The largest set elsewhere would contradict the filter that predicted the
                 # motion; handing it over let one such pose through the filter's gate and
                 # capture it (s15 high_high_0, 16 Mbit/s: 57 % t_err). No pose instead.
