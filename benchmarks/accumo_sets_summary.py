@@ -10,8 +10,11 @@ Per link and weight it prints, for each set, the mean overall cost (``(w_d · Ab
 w_o · t_err) / (w_d + w_o)``, averaged per category, then over categories, as the
 evaluator's report) of AccuMO, the best static baseline, RR + LA and, where run, the
 clairvoyant scheduler, AccuMO's gain over each (positive = AccuMO better), and the mean,
-minimum and maximum gain over the sets. Then, per link, every scheduler's worst Kalman + VO
-t_err, the runs above 20 % and the worst position error. Nothing is asserted.
+minimum and maximum gain over the sets. Then AccuMO's gain over RR + LA split into its depth
+and odometry parts (the cost is linear in both, so the parts add up to the gain), with the
+spread of RR + LA's cost over the phases: the gain a set shows by the phase alone. Then, per
+link, every scheduler's worst Kalman + VO t_err, the runs above 20 % and the worst position
+error. Nothing is asserted.
 
     python benchmarks/accumo_sets_summary.py 16mbit=s11=/tmp/s11_16/runs.json ...
 """
@@ -21,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -33,20 +37,60 @@ COMPARED = ('rr+la', 'accumo-clairvoyant')
 SPLIT = ('rr+la', 'rr+la-clairvoyant', 'accumo', 'accumo-clairvoyant-mpc', 'accumo-clairvoyant')
 
 
-def overall(runs: list[dict], scheduler: str, weights: tuple[float, float]) -> float | None:
-    """Return the mean overall cost of ``scheduler`` at ``weights`` (None if not run)."""
-    chosen = [
+def _chosen(runs: list[dict], scheduler: str, weights: tuple[float, float]) -> list[dict]:
+    return [
         r
         for r in runs
         if r['scheduler'] == scheduler
         and (r['weights'] is None or tuple(r['weights']) == tuple(weights))
     ]
+
+
+def _category_mean(runs: list[dict], value: Callable[[dict], float]) -> float:
+    """Mean of ``value`` per category, then over categories (the evaluator's report)."""
+    per_category = defaultdict(list)
+    for r in runs:
+        per_category[r['category']].append(value(r))
+    return float(np.mean([np.mean(v) for v in per_category.values()]))
+
+
+def overall(runs: list[dict], scheduler: str, weights: tuple[float, float]) -> float | None:
+    """Return the mean overall cost of ``scheduler`` at ``weights`` (None if not run)."""
+    chosen = _chosen(runs, scheduler, weights)
     if not chosen:
         return None
-    per_category = defaultdict(list)
-    for r in chosen:
-        per_category[r['category']].append(run_overall(RunResult(**r), weights))
-    return float(np.mean([np.mean(v) for v in per_category.values()]))
+    return _category_mean(chosen, lambda r: run_overall(RunResult(**r), weights))
+
+
+def cost_parts(
+    runs: list[dict], scheduler: str, weights: tuple[float, float]
+) -> tuple[float, float] | None:
+    """Return the depth and odometry terms of :func:`overall` (they add up to it)."""
+    chosen = _chosen(runs, scheduler, weights)
+    if not chosen:
+        return None
+    w_depth, w_odometry = weights
+    total = w_depth + w_odometry
+    return (
+        _category_mean(chosen, lambda r: w_depth * r['depth_abs_rel'] / total),
+        _category_mean(chosen, lambda r: w_odometry * r['odometry_t_err'] / total),
+    )
+
+
+def phase_spread(runs: list[dict], scheduler: str, weights: tuple[float, float]) -> float | None:
+    """Return (max - min) / mean of ``scheduler``'s cost over its phases, in % (None: one)."""
+    chosen = _chosen(runs, scheduler, weights)
+    phases = sorted({r.get('phase', 0) for r in chosen})
+    if len(phases) < 2:
+        return None
+    costs = [
+        _category_mean(
+            [r for r in chosen if r.get('phase', 0) == phase],
+            lambda r: run_overall(RunResult(**r), weights),
+        )
+        for phase in phases
+    ]
+    return 100.0 * (max(costs) - min(costs)) / float(np.mean(costs))
 
 
 def _key(run: dict) -> tuple:
@@ -55,6 +99,48 @@ def _key(run: dict) -> tuple:
 
 def gain(reference: float, accumo: float) -> float:
     return 100.0 * (reference - accumo) / reference
+
+
+def _parts_table(sets: dict[str, list[dict]], weights: list[tuple[float, float]]) -> None:
+    """Print AccuMO's gain over RR + LA as depth part + odometry part, and the phase spread."""
+    print(
+        '\nAccuMO against RR + LA, its gain split into the depth and the odometry term of the '
+        "cost (they add up to the gain), and the spread of each one's cost over its phases "
+        '((max - min) / mean): what the phase alone moves a set by.\n'
+    )
+    print('| weight | set | gain | depth part | odometry part | phase spread: RR + LA | AccuMO |')
+    print('|---|---|---|---|---|---|---|')
+    for w in weights:
+        columns: list[list[float]] = [[], [], []]
+        for name, runs in sets.items():
+            parts = [cost_parts(runs, scheduler, w) for scheduler in ('rr+la', 'accumo')]
+            if parts[0] is None or parts[1] is None:
+                continue
+            (depth_rr, odometry_rr), (depth, odometry) = parts
+            reference = depth_rr + odometry_rr
+            values = (
+                gain(reference, depth + odometry),
+                100.0 * (depth_rr - depth) / reference,
+                100.0 * (odometry_rr - odometry) / reference,
+            )
+            for column, value in zip(columns, values, strict=True):
+                column.append(value)
+            spreads = [phase_spread(runs, scheduler, w) for scheduler in ('rr+la', 'accumo')]
+            print(
+                f'| {w[0]:g}:{w[1]:g} | {name} | '
+                + ' | '.join(f'{v:+.1f} %' for v in values)
+                + ' | '
+                + ' | '.join('' if v is None else f'{v:.1f} %' for v in spreads)
+                + ' |'
+            )
+        if columns[0]:
+            print(
+                f'| {w[0]:g}:{w[1]:g} | **mean (min .. max)** | '
+                + ' | '.join(
+                    f'**{np.mean(c):+.1f} %** ({min(c):+.1f} .. {max(c):+.1f})' for c in columns
+                )
+                + ' | | |'
+            )
 
 
 def _split_table(sets: dict[str, list[dict]], weights: list[tuple[float, float]]) -> None:
@@ -140,9 +226,10 @@ def main(argv: list[str] | None = None) -> int:
                 gains_static.append(gain(best, accumo))
                 gains_rr.append(gain(rr_la, accumo) if rr_la is not None else float('nan'))
                 ideal_text = '' if ideal is None else f'{ideal:.4f}'
+                rr_text = '' if rr_la is None else f'{rr_la:.4f}'
                 print(
                     f'| {w[0]:g}:{w[1]:g} | {name} | {accumo:.4f} | {best:.4f} ({best_name}) | '
-                    f'{gains_static[-1]:+.1f} % | {rr_la:.4f} | {gains_rr[-1]:+.1f} % | '
+                    f'{gains_static[-1]:+.1f} % | {rr_text} | {gains_rr[-1]:+.1f} % | '
                     f'{ideal_text} |'
                 )
             print(
@@ -151,6 +238,7 @@ def main(argv: list[str] | None = None) -> int:
                 f'{max(gains_static):+.1f}) | | **{np.nanmean(gains_rr):+.1f} %** '
                 f'({np.nanmin(gains_rr):+.1f} .. {np.nanmax(gains_rr):+.1f}) | |'
             )
+        _parts_table(sets, weights)
         if any(r['scheduler'] == SPLIT[1] for runs in sets.values() for r in runs):
             _split_table(sets, weights)
         print(f'\nFilter health on {link}:\n')

@@ -15,14 +15,21 @@ from accumo_ros.tools.evaluate import RunResult
 SCRIPT = Path(__file__).resolve().parents[3] / 'benchmarks' / 'accumo_sets_summary.py'
 
 
-def _run(scheduler: str, depth: float, weights=None, phase: int = 0) -> dict:  # noqa: ANN001
+def _run(  # noqa: ANN202
+    scheduler: str,
+    depth: float,
+    weights=None,  # noqa: ANN001
+    phase: int = 0,
+    odometry: float | None = None,
+):
     result = RunResult(
         sequence='low_low_0',
         category='low_low',
         scheduler=scheduler,
         weights=weights,
         depth_abs_rel=depth,
-        odometry_t_err=depth,  # the overall cost is then depth at every weight
+        # By default the overall cost is depth at every weight.
+        odometry_t_err=depth if odometry is None else odometry,
         offloads=(1, 1),
         depth_sources={},
         decision_ms_p50=0.0,
@@ -100,3 +107,26 @@ def test_the_clairvoyant_split_table(tmp_path: Path) -> None:
         check=True,
     ).stdout
     assert 'clairvoyant split' not in plain
+
+
+def test_the_gain_over_rr_la_splits_into_depth_and_odometry(tmp_path: Path) -> None:
+    runs = _write(
+        tmp_path / 'parts.json',
+        [
+            _run('accumo', 0.10, (1.0, 1.0), odometry=0.05),
+            _run('accumo', 0.10, (1.0, 1.0), phase=8, odometry=0.07),
+            _run('rr', 0.20),
+            _run('rr+la', 0.12, odometry=0.04),
+            _run('rr+la', 0.12, phase=8, odometry=0.04),
+        ],
+    )
+    output = subprocess.run(
+        [sys.executable, str(SCRIPT), f'16mbit=s1={runs}'],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    # RR + LA 0.08 = 0.06 depth + 0.02 odometry; AccuMO 0.08 = 0.05 + 0.03: a gain of 0 made
+    # of +12.5 % from depth and -12.5 % from odometry. AccuMO's phases cost 0.075 and 0.085.
+    row = '| 1:1 | s1 | +0.0 % | +12.5 % | -12.5 % | 0.0 % | 12.5 % |'
+    assert row in output
