@@ -11,7 +11,11 @@ publishes every frame
 * ``odometry`` (``nav_msgs/Odometry``, ``odom_frame`` -> ``base_frame``) and, where
   ``tf2_ros`` is installed, the same transform on TF;
 * ``accumo/decision`` (``offload_interfaces/TaskDecision``): the task offloaded (or none),
-  the drop-rate estimates, latencies in frames, staleness and the MPC's cost and time.
+  the drop-rate estimates, latencies in frames, staleness and the MPC's cost and time;
+* ``/diagnostics`` every ``diagnostics_period_s``: ``accumo_scheduler: offloading`` (WARN
+  while failed offloads keep the robot on its local algorithms, with the reason) and
+  ``accumo_scheduler: odometry`` (WARN when no VO pose was fused for ``odometry_stale_s`` of
+  camera time: the pose is IMU dead reckoning), with their counters.
 
 The robot side is :class:`accumo_ros.scheduler.pipeline.AccumoPipeline`; this node only moves
 messages. Callbacks queue work (frames: bounded, oldest dropped; IMU: bounded) for one
@@ -70,6 +74,13 @@ from accumo_ros.tasks.imu_filter import (
 )
 from accumo_ros.tasks.odometry_model import OdometryModelSet
 from edge_offload.camera_model import PinholeCamera
+from edge_offload.diagnostics import (
+    OK,
+    WARN,
+    create_diagnostics_publisher,
+    diagnostic_array,
+    diagnostic_status,
+)
 from edge_offload.image_convert import ImageFormatError, cv2_to_imgmsg, imgmsg_to_cv2
 from edge_offload.ros_node_main import run_node
 from edge_offload.ros_params import ParamSpec, declare_parameters, parameter_values
@@ -185,12 +196,64 @@ PARAMETERS = (
     ),
     ParamSpec('frame_queue_size', 2, 'Frames waiting for the worker; oldest dropped.', 1, 64),
     ParamSpec('imu_queue_size', 2000, 'IMU samples waiting for the worker.', 10, 100000),
+    ParamSpec('diagnostics_period_s', 1.0, 'Period of /diagnostics.', 0.05, 60.0),
+    ParamSpec(
+        'odometry_stale_s',
+        3.0,
+        'Camera time without a fused VO pose after which /diagnostics warns that the odometry '
+        'is IMU dead reckoning.',
+        0.1,
+        600.0,
+    ),
     ParamSpec('odom_frame', 'odom', 'Frame of the odometry pose.'),
     ParamSpec('base_frame', 'base_link', 'Body frame the odometry tracks.'),
     ParamSpec('reliable_sensor_qos', False, RELIABLE_SENSOR_QOS_DESCRIPTION),
 )
 MODELS = {(DEPTH,): 'accumo_depth', (ODOMETRY,): 'accumo_odometry'}
 BOTH_MODEL = 'accumo_depth_odometry'
+
+
+@dataclass(frozen=True)
+class OdometryHealth:
+    """The odometry filter's state as ``/diagnostics`` reports it (camera time)."""
+
+    seconds_running: float  # since the first frame
+    seconds_since_pose: float | None  # since the last fused VO pose (None: none yet)
+    position_sigma_m: float  # the largest standard deviation of the position
+    recoveries: int  # times the filter reopened its velocity after refusing poses
+
+
+def offloading_status(
+    counts: dict[str, int], server_down_s: float, last_failure: str, policy: str
+) -> tuple[bytes, str]:
+    """Return the level and message of ``accumo_scheduler: offloading``."""
+    if server_down_s > 0.0:
+        return WARN, (
+            f'offloads failing ({last_failure}): local algorithms for {server_down_s:.1f} s more'
+        )
+    if counts.get('frames_processed', 0) == 0:
+        return OK, 'waiting for camera frames'
+    return OK, f'{policy}: {counts.get("offloads_done", 0)} offloads done'
+
+
+def odometry_status(health: OdometryHealth | None, stale_s: float) -> tuple[bytes, str]:
+    """Return the level and message of ``accumo_scheduler: odometry``."""
+    if health is None:
+        return OK, 'waiting for camera frames'
+    since = health.seconds_since_pose
+    if since is None:
+        if health.seconds_running > stale_s:
+            return WARN, (
+                f'no VO pose fused in {health.seconds_running:.1f} s: IMU dead reckoning '
+                f'(position sigma {health.position_sigma_m:.2f} m)'
+            )
+        return OK, 'no VO pose fused yet'
+    if since > stale_s:
+        return WARN, (
+            f'no VO pose fused for {since:.1f} s: IMU dead reckoning '
+            f'(position sigma {health.position_sigma_m:.2f} m)'
+        )
+    return OK, f'VO pose fused {since:.1f} s ago'
 
 
 @dataclass
@@ -272,6 +335,12 @@ class AccumoSchedulerNode(Node):
         self._frame_index = 0
         self._server_down_until = 0.0
         self._last_imu_time = -math.inf
+        self._last_failure = ''
+        # Camera times for /diagnostics; written by the worker only.
+        self._first_frame_time: float | None = None
+        self._frame_time = 0.0
+        self._last_pose_time: float | None = None
+        self._odometry_health: OdometryHealth | None = None
 
         self._client = ActionClient(self, Offload, 'offload')
         reliable = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
@@ -279,6 +348,8 @@ class AccumoSchedulerNode(Node):
         self._odometry_pub = self.create_publisher(Odometry, 'odometry', reliable)
         self._decision_pub = self.create_publisher(TaskDecision, 'accumo/decision', reliable)
         self._tf = TransformBroadcaster(self) if TransformBroadcaster is not None else None
+        self._diagnostics_pub = create_diagnostics_publisher(self)
+        self.create_timer(config['diagnostics_period_s'], self._publish_diagnostics)
         qos = sensor_qos(config['reliable_sensor_qos'])
         # IMU comes at several hundred Hz: a deeper history than the camera's.
         imu_qos = QoSProfile(
@@ -398,6 +469,9 @@ class AccumoSchedulerNode(Node):
             return
         pipeline = self._ensure_pipeline()
         frame_time = stamp_seconds(image.header.stamp)
+        self._frame_time = frame_time
+        if self._first_frame_time is None:
+            self._first_frame_time = frame_time
         self._feed_imu(pipeline, frame_time)
         self._apply_results(pipeline)
         frame = self._frame_index
@@ -430,7 +504,20 @@ class AccumoSchedulerNode(Node):
             )
         pipeline.update_accuracy_models()
         self._publish(image, depth, pipeline, decision, choice.source)
+        self._odometry_health = self._health(pipeline, frame_time)
         self.counts['frames_processed'] += 1
+
+    def _health(self, pipeline: AccumoPipeline, frame_time: float) -> OdometryHealth:
+        filter_ = pipeline.fusion.filter
+        position_variance = np.linalg.eigvalsh(filter_.pose_covariance[:3, :3]).max()
+        return OdometryHealth(
+            seconds_running=frame_time - self._first_frame_time,
+            seconds_since_pose=(
+                None if self._last_pose_time is None else frame_time - self._last_pose_time
+            ),
+            position_sigma_m=float(math.sqrt(max(position_variance, 0.0))),
+            recoveries=filter_.recovered_count,
+        )
 
     def _feed_imu(self, pipeline: AccumoPipeline, frame_time: float) -> None:
         while True:
@@ -546,6 +633,7 @@ class AccumoSchedulerNode(Node):
                 # Failed, or the bridge ran the server model on the robot: the server is
                 # not usable now; local algorithms until server_retry_s has passed.
                 self.counts['offloads_failed'] += 1
+                self._last_failure = result.reason
                 self._server_down_until = time.monotonic() + self._config['server_retry_s']
                 self.get_logger().warning(
                     f'offload of frame {result.frame} for '
@@ -582,9 +670,16 @@ class AccumoSchedulerNode(Node):
             alternatives = alternatives_output(
                 outputs['alternative_poses'], outputs['alternative_covariances']
             )
-            pipeline.odometry_result(
+            fused = pipeline.odometry_result(
                 result.frame, pose if ok else None, covariance, inliers, alternatives
             )
+            if not ok:
+                self.counts['vo_pairs_failed'] += 1
+            elif fused:
+                self.counts['vo_poses_fused'] += 1
+                self._last_pose_time = self._frame_time
+            else:
+                self.counts['vo_poses_refused'] += 1
         for task in result.tasks:
             self._latencies.record(
                 task,
@@ -662,6 +757,53 @@ class AccumoSchedulerNode(Node):
             )
             message.solve_time_s = float(decision.solve_time_s)
         self._decision_pub.publish(message)
+
+    def _publish_diagnostics(self) -> None:
+        counts = dict(self.counts)
+        server_down_s = max(0.0, self._server_down_until - time.monotonic())
+        level, message = offloading_status(
+            counts, server_down_s, self._last_failure, self._policy.name
+        )
+        offloading = {
+            key: counts.get(key, 0)
+            for key in (
+                'offloads_sent',
+                'offloads_done',
+                'offloads_failed',
+                'frames_processed',
+                'frames_dropped',
+                'frames_rejected',
+                'frames_local_server_down',
+                'imu_dropped',
+                'imu_rejected',
+                'worker_errors',
+            )
+        }
+        offloading['last_failure'] = self._last_failure
+        health = self._odometry_health
+        odometry_level, odometry_message = odometry_status(
+            health, self._config['odometry_stale_s']
+        )
+        odometry = {
+            key: counts.get(key, 0)
+            for key in ('vo_poses_fused', 'vo_poses_refused', 'vo_pairs_failed')
+        }
+        if health is not None:
+            odometry['filter_recoveries'] = health.recoveries
+            odometry['position_sigma_m'] = f'{health.position_sigma_m:.3f}'
+            since = health.seconds_since_pose
+            odometry['seconds_since_vo_pose'] = '' if since is None else f'{since:.2f}'
+        self._diagnostics_pub.publish(
+            diagnostic_array(
+                self,
+                [
+                    diagnostic_status('accumo_scheduler: offloading', level, message, offloading),
+                    diagnostic_status(
+                        'accumo_scheduler: odometry', odometry_level, odometry_message, odometry
+                    ),
+                ],
+            )
+        )
 
     def destroy_node(self) -> None:
         """Stop the worker, then destroy the node."""

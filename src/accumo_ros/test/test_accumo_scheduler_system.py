@@ -5,7 +5,8 @@
 A short generated sequence bag (camera, calibration, IMU) plays through the robot's bag
 source; the scheduler node offloads frames for depth and odometry through the offload
 bridge to the edge server (CURVE-authenticated TCP) and publishes depth, odometry and its
-decisions. With the server gone, it keeps publishing from its local algorithms.
+decisions and ``/diagnostics``. With the server gone, it keeps publishing from its local
+algorithms and its diagnostics say so.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from nav_msgs.msg import Odometry
 from rclpy.node import Node
 from rosbags.rosbag2 import StoragePlugin
@@ -56,12 +58,20 @@ def _run(ros_context, ros_executor, ros_processes, bag, bridge=None, **scheduler
             'accumo_ros.scheduler_node',
             reliable_sensor_qos=True,
             frame_queue_size=64,
+            diagnostics_period_s=0.2,
             **scheduler_parameters,
         ),
         name='accumo_scheduler',
     )
     node = Node('accumo_system_test', context=ros_context)
-    received: dict[str, list] = {'depth': [], 'odometry': [], 'decision': []}
+    received: dict[str, list] = {'depth': [], 'odometry': [], 'decision': [], 'status': []}
+
+    def on_diagnostics(message: DiagnosticArray) -> None:
+        received['status'].extend(
+            status for status in message.status if status.name.startswith('accumo_scheduler:')
+        )
+
+    node.create_subscription(DiagnosticArray, '/diagnostics', on_diagnostics, 100)
     node.create_subscription(Image, 'depth', received['depth'].append, 100)
     node.create_subscription(Odometry, 'odometry', received['odometry'].append, 100)
     node.create_subscription(TaskDecision, 'accumo/decision', received['decision'].append, 100)
@@ -88,11 +98,24 @@ def _run(ros_context, ros_executor, ros_processes, bag, bridge=None, **scheduler
         name='sensor_source',
     )
     done = spin_until(ros_executor, lambda: len(received['decision']) >= FRAMES, timeout_s=240.0)
+    # One more diagnostics period after the last frame.
+    seen = len(received['status'])
+    spin_until(ros_executor, lambda: len(received['status']) >= seen + 2, timeout_s=5.0)
     node.destroy_node()
     assert done, f'{len(received["decision"])} of {FRAMES} frames\n' + ros_processes.output(
         scheduler
     )
     return received, ros_processes.output(scheduler)
+
+
+def _last_status(received, name: str) -> DiagnosticStatus:
+    statuses = [s for s in received['status'] if s.name == f'accumo_scheduler: {name}']
+    assert statuses, [s.name for s in received['status']]
+    return statuses[-1]
+
+
+def _values(status: DiagnosticStatus) -> dict[str, str]:
+    return {item.key: item.value for item in status.values}
 
 
 def _check_outputs(received) -> None:
@@ -142,6 +165,17 @@ def test_scheduler_offloads_depth_and_odometry_to_the_server(
         if 'failed' in line and 'offload bridge not available' not in line
     ]
     assert not failures, log
+    # /diagnostics counts the offloads and every odometry result the filter got.
+    offloading = _values(_last_status(received, 'offloading'))
+    assert int(offloading['offloads_done']) >= 3, offloading
+    odometry = _last_status(received, 'odometry')
+    values = _values(odometry)
+    outcomes = ('vo_poses_fused', 'vo_poses_refused', 'vo_pairs_failed')
+    results = sum(int(values[outcome]) for outcome in outcomes)
+    assert results >= 1, values
+    assert float(values['position_sigma_m']) > 0.0
+    # One second of camera time, under the 3 s default: not yet a dead-reckoning warning.
+    assert odometry.level == DiagnosticStatus.OK, odometry.message
 
 
 def test_scheduler_without_a_server_keeps_publishing_from_local_algorithms(
@@ -154,9 +188,22 @@ def test_scheduler_without_a_server_keeps_publishing_from_local_algorithms(
         name='offload_bridge',
     )
     received, log = _run(
-        ros_context, ros_executor, ros_processes, short_bag, policy='rr', deadline_s=0.5
+        ros_context,
+        ros_executor,
+        ros_processes,
+        short_bag,
+        policy='rr',
+        deadline_s=0.5,
+        odometry_stale_s=0.5,
     )
     _check_outputs(received)
     assert 'local algorithms for' in log, log
+    # /diagnostics says so too: failing offloads, and odometry from the IMU alone.
+    warnings = [s for s in received['status'] if s.level == DiagnosticStatus.WARN]
+    assert any('local algorithms' in s.message for s in warnings), received['status']
+    odometry = _last_status(received, 'odometry')
+    assert odometry.level == DiagnosticStatus.WARN, odometry.message
+    assert 'IMU dead reckoning' in odometry.message
+    assert _values(odometry)['vo_poses_fused'] == '0'
     # No server depth ever arrived: every frame's depth came from the lite net.
     assert all(d.use_local_algorithm[0] for d in received['decision'])
