@@ -15,7 +15,8 @@ publishes every frame
 * ``/diagnostics`` every ``diagnostics_period_s``: ``accumo_scheduler: offloading`` (WARN
   while failed offloads keep the robot on its local algorithms, with the reason) and
   ``accumo_scheduler: odometry`` (WARN when no VO pose was fused for ``odometry_stale_s`` of
-  camera time: the pose is IMU dead reckoning), with their counters.
+  camera time: the pose is IMU dead reckoning; or when no IMU sample came), with their
+  counters.
 
 The robot side is :class:`accumo_ros.scheduler.pipeline.AccumoPipeline`; this node only moves
 messages. Callbacks queue work (frames: bounded, oldest dropped; IMU: bounded) for one
@@ -221,6 +222,7 @@ class OdometryHealth:
     seconds_since_pose: float | None  # since the last fused VO pose (None: none yet)
     position_sigma_m: float  # the largest standard deviation of the position
     recoveries: int  # times the filter reopened its velocity after refusing poses
+    imu_samples: int  # IMU samples fed to the filter so far
 
 
 def offloading_status(
@@ -240,6 +242,9 @@ def odometry_status(health: OdometryHealth | None, stale_s: float) -> tuple[byte
     """Return the level and message of ``accumo_scheduler: odometry``."""
     if health is None:
         return OK, 'waiting for camera frames'
+    if health.imu_samples == 0:
+        # Without IMU the filter does not move, and VO poses fail its gate.
+        return WARN, 'no IMU samples on imu: the odometry pose cannot move'
     since = health.seconds_since_pose
     if since is None:
         if health.seconds_running > stale_s:
@@ -517,6 +522,7 @@ class AccumoSchedulerNode(Node):
             ),
             position_sigma_m=float(math.sqrt(max(position_variance, 0.0))),
             recoveries=filter_.recovered_count,
+            imu_samples=self.counts['imu_fed'],
         )
 
     def _feed_imu(self, pipeline: AccumoPipeline, frame_time: float) -> None:
@@ -530,6 +536,7 @@ class AccumoSchedulerNode(Node):
                 continue
             self._last_imu_time = t
             pipeline.add_imu(t, gyro, accel)
+            self.counts['imu_fed'] += 1
 
     # --- offloads -------------------------------------------------------------------------
 
@@ -789,6 +796,7 @@ class AccumoSchedulerNode(Node):
             for key in ('vo_poses_fused', 'vo_poses_refused', 'vo_pairs_failed')
         }
         if health is not None:
+            odometry['imu_samples'] = health.imu_samples
             odometry['filter_recoveries'] = health.recoveries
             odometry['position_sigma_m'] = f'{health.position_sigma_m:.3f}'
             since = health.seconds_since_pose

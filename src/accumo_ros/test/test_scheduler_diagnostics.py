@@ -10,7 +10,11 @@ from edge_offload.diagnostics import OK, WARN
 
 def _health(running: float, since: float | None) -> OdometryHealth:
     return OdometryHealth(
-        seconds_running=running, seconds_since_pose=since, position_sigma_m=0.4, recoveries=0
+        seconds_running=running,
+        seconds_since_pose=since,
+        position_sigma_m=0.4,
+        recoveries=0,
+        imu_samples=200,
     )
 
 
@@ -36,3 +40,16 @@ def test_odometry_warns_after_the_stale_time_without_a_fused_pose() -> None:
     level, message = odometry_status(_health(60.0, 3.5), 3.0)
     assert level == WARN
     assert message.startswith('no VO pose fused for 3.5 s: IMU dead reckoning')
+
+
+def test_odometry_without_imu_says_so_first() -> None:
+    health = OdometryHealth(
+        seconds_running=20.0,
+        seconds_since_pose=None,
+        position_sigma_m=0.01,
+        recoveries=0,
+        imu_samples=0,
+    )
+    level, message = odometry_status(health, 3.0)
+    assert level == WARN
+    assert message == 'no IMU samples on imu: the odometry pose cannot move'
