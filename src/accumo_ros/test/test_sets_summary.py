@@ -48,6 +48,12 @@ def _write(path: Path, runs: list[dict]) -> str:
     return str(path)
 
 
+def _summary(*arguments: str) -> str:
+    """Return what the script prints for ``LINK=SET=PATH`` arguments."""
+    command = [sys.executable, str(SCRIPT), *arguments]
+    return subprocess.run(command, capture_output=True, text=True, check=True).stdout
+
+
 def test_a_set_given_twice_averages_its_phases_and_takes_reruns(tmp_path: Path) -> None:
     first = _write(
         tmp_path / 'phase0.json',
@@ -64,10 +70,7 @@ def test_a_set_given_twice_averages_its_phases_and_takes_reruns(tmp_path: Path) 
     )
     # Rerun of the clairvoyant at phase 0: replaces the first file's run.
     rerun = _write(tmp_path / 'rerun.json', [_run('accumo-clairvoyant', 0.07, (1.0, 1.0))])
-    arguments = [f'fast=s1={first}', f'fast=s1={second}', f'fast=s1={rerun}']
-    output = subprocess.run(
-        [sys.executable, str(SCRIPT), *arguments], capture_output=True, text=True, check=True
-    ).stdout
+    output = _summary(f'fast=s1={first}', f'fast=s1={second}', f'fast=s1={rerun}')
     # AccuMO: (0.10 + 0.06) / 2; RR + LA ran one phase; the clairvoyant's rerun counts.
     assert '| 1:1 | s1 | 0.0800 | 0.2000 (rr) | +60.0 % | 0.1200 | +33.3 % | 0.0700 |' in output
     assert 'accumo 0,8' in output
@@ -87,12 +90,7 @@ def test_the_clairvoyant_split_table(tmp_path: Path) -> None:
             _run('accumo-clairvoyant', 0.09, (1.0, 1.0)),
         ],
     )
-    output = subprocess.run(
-        [sys.executable, str(SCRIPT), f'16mbit=s1={runs}'],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
+    output = _summary(f'16mbit=s1={runs}')
     # MPC bound: 0.08 -> 0.09 (-12.5 %); MPC with true drops: 0.12 -> 0.11; AccuMO 0.12 -> 0.10.
     row = '| 1:1 | s1 | 0.1200 | 0.0800 | 0.1000 | 0.1100 | 0.0900 | -12.5 % | +8.3 % | +16.7 % |'
     assert row in output
@@ -100,12 +98,7 @@ def test_the_clairvoyant_split_table(tmp_path: Path) -> None:
         tmp_path / 'plain.json',
         [_run('accumo', 0.1, (1.0, 1.0)), _run('rr', 0.2), _run('rr+la', 0.12)],
     )
-    plain = subprocess.run(
-        [sys.executable, str(SCRIPT), f'16mbit=s1={without}'],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
+    plain = _summary(f'16mbit=s1={without}')
     assert 'clairvoyant split' not in plain
 
 
@@ -120,12 +113,7 @@ def test_the_gain_over_rr_la_splits_into_depth_and_odometry(tmp_path: Path) -> N
             _run('rr+la', 0.12, phase=8, odometry=0.04),
         ],
     )
-    output = subprocess.run(
-        [sys.executable, str(SCRIPT), f'16mbit=s1={runs}'],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
+    output = _summary(f'16mbit=s1={runs}')
     # RR + LA 0.08 = 0.06 depth + 0.02 odometry; AccuMO 0.08 = 0.05 + 0.03: a gain of 0 made
     # of +12.5 % from depth and -12.5 % from odometry. AccuMO's phases cost 0.075 and 0.085.
     row = '| 1:1 | s1 | +0.0 % | +12.5 % | -12.5 % | 0.0 % | 12.5 % |'
