@@ -116,6 +116,10 @@ def test_estimate_tracks_an_emulated_step_change(tmp_path):
     images = {'image': torch.rand(8, 3, 64, 64)}
     try:
         assert estimator_client.wait_connected(10.0), estimator_client.state_reason
+        # A robot's link is idle when it connects: let a few probes measure the RTT
+        # before the requests saturate it (a probe queued behind a request measures
+        # the queue, and the base RTT is their minimum).
+        time.sleep(0.6)
 
         def run_for(seconds: float) -> None:
             end = time.monotonic() + seconds
@@ -126,8 +130,9 @@ def test_estimate_tracks_an_emulated_step_change(tmp_path):
 
         run_for(2.5)
         before = link.snapshot()
-        assert before.uplink_bandwidth_bps == pytest.approx(50e6, rel=0.2)
-        assert 0.009 < link.base_rtt_s() < 0.05
+        base_rtt_s = link.base_rtt_s()
+        assert before.uplink_bandwidth_bps == pytest.approx(50e6, rel=0.2), (before, base_rtt_s)
+        assert 0.009 < base_rtt_s < 0.05
         emulator.set_uplink(20e6)
         emulator.set_downlink(20e6)
         changed_at = time.monotonic()

@@ -240,16 +240,20 @@ def _stop_process(process: subprocess.Popen) -> None:
             process.wait()
 
 
-def _await_last_results(summary: Summary, deadline: float, stop: threading.Event) -> None:
-    """Wait until every captured frame has its result or results stop coming.
+def _await_last_results(
+    summary: Summary, published: int, deadline: float, stop: threading.Event
+) -> None:
+    """Wait until every published frame has its result or results stop coming.
 
     Frames dropped on the way never get one: results have stopped when none came for
     ``_RESULTS_QUIET_S``, many frames' tracking time (tracking never waits for the front
     end), or at ``deadline``. A graph that has answered nothing yet is still starting (a
     short replay can end before the first result), not stopped: it gets until ``deadline``.
+    The source's count, not the monitor's, says how many frames to wait for: a replay at
+    full speed ends before the monitor has taken its frames off the executor's queue.
     """
     last_count, last_change = summary.results, time.monotonic()
-    while summary.frames_without_result() and not stop.is_set():
+    while max(published, summary.frames_captured) > summary.results and not stop.is_set():
         now = time.monotonic()
         if summary.results != last_count:
             last_count, last_change = summary.results, now
@@ -309,7 +313,12 @@ class _Graph:
         if source.finished.is_set() and not stop.is_set():
             # Let the last frames come back before stopping.
             deadline = time.monotonic() + DRAIN_TIMEOUT_S
-            _await_last_results(self.composed['tracking_monitor'].summary, deadline, stop)
+            _await_last_results(
+                self.composed['tracking_monitor'].summary,
+                source.frames_published,
+                deadline,
+                stop,
+            )
             return 0 if source.error is None else 1
         return 0
 

@@ -799,6 +799,11 @@ class SensorSourceNode(Node):
             self._first_publish = now
         self._last_publish = now
 
+    @property
+    def frames_published(self) -> int:
+        """Camera frames published so far (a finished source publishes no more)."""
+        return self._frames
+
     # -- shutdown ------------------------------------------------------------------------
 
     def log_summary(self, reason: str) -> None:

@@ -21,7 +21,7 @@ def test_a_graph_without_results_gets_until_the_deadline(monkeypatch):
 
     answering = threading.Thread(target=first_result_late)
     answering.start()
-    graph_runner._await_last_results(summary, time.monotonic() + 10.0, threading.Event())
+    graph_runner._await_last_results(summary, 5, time.monotonic() + 10.0, threading.Event())
     results_when_it_returned = summary.results
     answering.join()
     assert results_when_it_returned == 5
@@ -31,6 +31,26 @@ def test_results_that_stop_end_the_wait_before_the_deadline(monkeypatch):
     monkeypatch.setattr(graph_runner, '_RESULTS_QUIET_S', 0.05)
     summary = Summary(frames_captured=5, results=2)
     deadline = time.monotonic() + 10.0
-    graph_runner._await_last_results(summary, deadline, threading.Event())
+    graph_runner._await_last_results(summary, 5, deadline, threading.Event())
     # Dropped frames never get a result: the wait ends on the quiet period, not the deadline.
     assert time.monotonic() < deadline
+
+
+def test_frames_the_monitor_has_not_counted_yet_are_waited_for(monkeypatch):
+    # A replay at full speed ends before the monitor's callbacks have run: it has counted
+    # no frame, but the source published 12, so their results are waited for.
+    monkeypatch.setattr(graph_runner, '_RESULTS_QUIET_S', 0.05)
+    summary = Summary()
+
+    def frames_then_results_late() -> None:
+        time.sleep(0.2)
+        summary.frames_captured = 12
+        time.sleep(0.2)
+        summary.results = 12
+
+    answering = threading.Thread(target=frames_then_results_late)
+    answering.start()
+    graph_runner._await_last_results(summary, 12, time.monotonic() + 10.0, threading.Event())
+    results_when_it_returned = summary.results
+    answering.join()
+    assert results_when_it_returned == 12
