@@ -94,6 +94,7 @@ _logger = logging.getLogger(__name__)
 _LATENCY_SAMPLES = 256
 # How long ``stop`` waits for calls still running on workers.
 _WORKER_JOIN_S = 5.0
+_IO_JOIN_S = 5.0  # the I/O thread notices a stop within one 100 ms poll, unless loaded
 
 
 @dataclass
@@ -393,7 +394,11 @@ class EdgeServer:
             return
         self._stopping.set()
         self._wake()
-        self._thread.join(timeout=1.0)
+        self._thread.join(timeout=_IO_JOIN_S)
+        # Terminating the context blocks until every socket is closed, and the I/O thread
+        # closes its own as it exits: while it is still in a step, leave the context to
+        # the process's exit rather than hang the shutdown (it was seen under load).
+        io_thread_done = not self._thread.is_alive()
         self._thread = None
         # Queued calls are dropped; one already running (a model on a worker) cannot be
         # interrupted: its reply has nowhere to go, but it is waited for (a while) below,
@@ -418,7 +423,15 @@ class EdgeServer:
                 sock.close()
         self._wake_reader = self._wake_writer = None
         if self._context is not None:
-            self._context.term()
+            if io_thread_done:
+                self._context.term()
+            else:
+                _logger.warning(
+                    'edge server %s: the I/O thread did not stop within %.0f s; its sockets '
+                    'are left to the process exit',
+                    self.config.server_id,
+                    _IO_JOIN_S,
+                )
             self._context = None
         deadline = time.monotonic() + _WORKER_JOIN_S
         for worker in self._workers:
