@@ -508,6 +508,7 @@ class AccumoSchedulerNode(Node):
                 throttle_duration_sec=5.0,
             )
         pipeline.update_accuracy_models()
+        pipeline.end_frame()
         self._publish(image, depth, pipeline, decision, choice.source)
         self._odometry_health = self._health(pipeline, frame_time)
         self.counts['frames_processed'] += 1

@@ -409,6 +409,17 @@ def test_position_in_clone_is_the_motion_since_the_clone_in_its_frame():
     np.testing.assert_allclose(kf.position_in_clone(), [1.0, 0.0, 0.0], atol=1e-3)
 
 
+def test_rotation_since_clone_is_the_angle_turned_since_the_clone():
+    kf = ErrorStateKalmanFilter()
+    assert kf.rotation_since_clone() is None
+    kf.clone_pose()
+    for _ in range(50):  # 0.5 s at 0.8 rad/s about the body's z axis
+        kf.predict(np.array([0.0, 0.0, 0.8]), np.array([0.0, 0.0, 9.81]), 0.01)
+    assert kf.rotation_since_clone() == pytest.approx(0.4, abs=1e-6)
+    kf.clone_pose()
+    assert kf.rotation_since_clone() == pytest.approx(0.0, abs=1e-9)
+
+
 @cache
 def _relative_monte_carlo(keyframe_every: int = 1) -> tuple[np.ndarray, float, float, int]:
     """Fuse noisy relative poses every 8 frames; return (NEES, fused, IMU-only RMSE, rejected).

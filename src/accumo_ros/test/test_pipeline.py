@@ -25,7 +25,7 @@ from accumo_ros.simulation.sequence_bag import read_sequence_bag, write_sequence
 from accumo_ros.tasks.depth_tracking import LOCAL_ALGORITHM, TRACKER
 from accumo_ros.tasks.imu_filter import LevelGroundPrior
 from accumo_ros.tasks.odometry_model import OdometryAccuracyModel, OdometryModelSet
-from accumo_ros.tasks.visual_odometry import VoConfig
+from accumo_ros.tasks.visual_odometry import KeyframePolicy, VoConfig
 from accumo_ros.tools import evaluate, odometry_eval
 
 # 25 ms at 60 FPS: results usable two frames after the offload.
@@ -430,6 +430,99 @@ def _up_to_the_second_odometry_offload(data):
         if frame == 0:
             pipeline.decide()
     return pipeline
+
+
+def _odometry_pipeline_to_frame_11(
+    data, max_rotation_rad: float, first_pair_fails: bool
+) -> AccumoPipeline:
+    """Run an odometry-only pipeline to frame 11, ending every frame as the node does.
+
+    Offloads at frames 0 (the chain's start) and 3; the pair (0, 3) arrives at frame 5,
+    failed or as the true relative pose with 1000 inliers; at frame 11 the next offload is
+    decided.
+    """
+    s = data.sequence
+    pipeline = AccumoPipeline(
+        s.intrinsics,
+        make_policy('wrr:0:1', 2),
+        lambda frame, _rgb: data.lite_depth[frame],
+        OdometryAccuracyModel.load(),
+        initial_pose=data.truth[0],
+        initial_velocity=s.velocities_world[0],
+        config=PipelineConfig(keyframes=KeyframePolicy(max_rotation_rad=max_rotation_rad)),
+    )
+    imu = 0
+    for frame in range(12):
+        while s.imu_times[imu] <= s.frame_times[frame] + 1e-9:
+            pipeline.add_imu(s.imu_times[imu], s.angular_velocity[imu], s.linear_acceleration[imu])
+            imu += 1
+        if frame == 5:
+            if first_pair_fails:
+                pipeline.odometry_result(3, None, None)
+            else:
+                relative = np.linalg.inv(data.truth[0]) @ data.truth[3]
+                covariance = np.diag([0.01**2] * 3 + [np.radians(0.5) ** 2] * 3)
+                assert pipeline.odometry_result(3, relative, covariance, 1000)
+        pipeline.begin_frame(frame, s.frame_times[frame], s.rgb[frame])
+        if frame in (0, 3, 11):
+            pipeline.decide()
+        pipeline.end_frame()
+    return pipeline
+
+
+def test_a_turn_after_a_failed_pair_moves_the_vo_keyframe_between_offloads(data):
+    turned = rotation_angles((data.truth[3][:3, :3].T @ data.truth[11][:3, :3])[None])[0]
+    assert turned > np.radians(1.5)  # the high/high room turns over these 8 frames
+    pipeline = _odometry_pipeline_to_frame_11(data, turned / 3, first_pair_fails=True)
+    first, second, first_rgb = pipeline.odometry_pair(11)
+    assert 3 < first < second == 11
+    assert pipeline.keyframe_turns >= 1
+    np.testing.assert_array_equal(first_rgb, data.sequence.rgb[first])
+    # The pair turns less than the limit (plus one frame's turn).
+    pair_turn = rotation_angles((data.truth[first][:3, :3].T @ data.truth[11][:3, :3])[None])
+    assert pair_turn[0] < turned / 3 + np.radians(1.0)
+    # Not while the pair is in flight: it measures from the filter's clone.
+    turns = pipeline.keyframe_turns
+    pipeline.end_frame()
+    assert pipeline.keyframe_turns == turns
+    # Without the limit, the pair spans the whole turn.
+    no_limit = _odometry_pipeline_to_frame_11(data, 0.0, first_pair_fails=True)
+    assert no_limit.odometry_pair(11)[:2] == (3, 11)
+
+
+def test_a_turn_after_a_good_pair_leaves_the_keyframe(data):
+    turned = rotation_angles((data.truth[3][:3, :3].T @ data.truth[11][:3, :3])[None])[0]
+    pipeline = _odometry_pipeline_to_frame_11(data, turned / 3, first_pair_fails=False)
+    assert pipeline.keyframe_turns == 0
+    # The good pair's second frame is the keyframe (the pair was 3 frames; kept clone: 0).
+    assert pipeline.odometry_pair(11)[0] in (0, 3)
+
+
+def test_keyframes_moved_by_turns_match_the_validated_fused_run(data):
+    """With gaps between odometry offloads (rr), both move the keyframe at the same frames."""
+    # Every pair is weak (no pair has a million inliers): the keyframe moves on every turn.
+    keyframes = KeyframePolicy(min_inliers=10**6, max_rotation_rad=np.radians(1.0))
+    config = PipelineConfig(fps=data.fps, keyframes=keyframes)
+    result = evaluate.run_scheduler(
+        data,
+        'rr',
+        None,
+        evaluate.LatencyModel(TWO_FRAMES),
+        OdometryAccuracyModel.load(),
+        0,
+        config,
+    )
+    offloads = [i for i, task in enumerate(result.offloaded) if task == ODOMETRY]
+    reference = odometry_eval.FusedOdometryRun(
+        data.sequence, data.vo, offloads, 2, odometry_eval.imu_noise_of(data.sequence), keyframes
+    )
+    reference.run_to(len(data.truth))
+    assert reference.keyframe_turns >= 3
+    # Each pair after a turn starts between two offloads, not at one.
+    firsts = {first for first, _, _ in reference.pair_results}
+    assert firsts - set(offloads)
+    expected = odometry_eval.kitti_errors(data.truth, reference.poses, step=6).t_err
+    assert result.odometry_t_err == pytest.approx(expected, rel=1e-9)
 
 
 def test_the_odometry_offload_carries_the_gyro_rotation_the_evaluator_uses(data):

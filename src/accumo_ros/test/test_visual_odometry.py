@@ -90,6 +90,20 @@ def test_keyframe_moves_on_when_old_or_poorly_matched():
         KeyframePolicy(max_frames=-1)
 
 
+def test_keyframe_moves_on_after_a_turn_that_follows_a_weak_pair_unless_disabled():
+    policy = KeyframePolicy(min_inliers=80, max_rotation_rad=0.5)
+    assert not policy.weak_pair(fused=True, inliers=80)
+    assert policy.weak_pair(fused=True, inliers=79)  # the views drift apart
+    assert policy.weak_pair(fused=False, inliers=500)  # failed or refused by the filter
+    assert not policy.turned_too_far(0.5, after_weak_pair=True)
+    assert policy.turned_too_far(0.51, after_weak_pair=True)
+    assert not policy.turned_too_far(3.0, after_weak_pair=False)  # long pairs mostly match
+    assert not policy.turned_too_far(None, after_weak_pair=True)  # no keyframe yet
+    assert not KeyframePolicy(max_rotation_rad=0.0).turned_too_far(3.0, after_weak_pair=True)
+    with pytest.raises(ValueError, match='max_rotation_rad'):
+        KeyframePolicy(max_rotation_rad=-0.1)
+
+
 def _yaw(angle_rad: float) -> np.ndarray:
     """Return a turn about the optical frame's y axis (down): the robot's yaw."""
     c, s = np.cos(angle_rad), np.sin(angle_rad)

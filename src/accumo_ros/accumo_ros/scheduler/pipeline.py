@@ -13,7 +13,8 @@ same object, in this order for each camera frame ``f``:
    snapshotted) and the caller uploads the frame;
 4. :meth:`~AccumoPipeline.select_depth` (tracker or lite model), :meth:`render_depth` for
    the map, :attr:`~AccumoPipeline.pose` for the odometry;
-5. :meth:`~AccumoPipeline.update_accuracy_models`.
+5. :meth:`~AccumoPipeline.update_accuracy_models`, then
+   :meth:`~AccumoPipeline.end_frame` (the VO keyframe moves on after a turn).
 
 Tasks: 0 = depth (server depth net; tracker = warping the last server map with the pose
 change since its frame, integrated from the IMU (see :class:`ImuPoseChange`); local
@@ -306,6 +307,8 @@ class AccumoPipeline:
         self.outstanding: tuple[int, ...] = ()  # tasks of the offload in flight
         self.last_decision: Decision | None = None
         self.tracker_failures = 0  # tracker-model runs without any overlap
+        self.keyframe_turns = 0  # keyframes moved on between offloads by a turn
+        self._after_weak_pair = False  # the latest VO pair failed, was refused or matched few
         self.warp_failures = 0  # frames switched to the lite net because nothing landed
 
     # --- inputs ---------------------------------------------------------------------------
@@ -327,6 +330,26 @@ class AccumoPipeline:
             raise ValueError(f'frame {frame} is not after the previous frame {self.frame}')
         self.frame, self.frame_time, self.rgb = int(frame), float(t), rgb
         self._rotations.append(self.imu_only.filter.pose[:3, :3].copy())
+
+    def end_frame(self) -> None:
+        """Finish the current frame: it becomes the VO keyframe after a turn.
+
+        Once the robot has turned too far since the keyframe after a weak pair
+        (:meth:`KeyframePolicy.turned_too_far`), the next pair measures from this frame.
+        After the offload decision, so that a pair never starts and ends at one frame; only
+        while no VO pair is in flight, as a pending pair measures from the filter's clone,
+        which this replaces. The IMU must not have been fed past the frame's time.
+        """
+        if self._keyframe is None or self._odometry_pending or self.fusion.outstanding:
+            return
+        filter_ = self.fusion.filter
+        turned = filter_.rotation_since_clone()
+        if not self.config.keyframes.turned_too_far(turned, self._after_weak_pair):
+            return
+        filter_.clone_pose()
+        self._keyframe, self._keyframe_rgb = self.frame, self.rgb
+        self._keyframe_time = self.frame_time
+        self.keyframe_turns += 1
 
     @property
     def last_offloads(self) -> tuple[int | None, int | None]:
@@ -555,6 +578,7 @@ class AccumoPipeline:
             self._keyframe_time = pending.second_time
         if relative_pose is not None:
             self._odometry_last = frame
+        self._after_weak_pair = self.config.keyframes.weak_pair(fused, inliers)
         return fused
 
     def offload_failed(self, task: int, frame: int) -> None:

@@ -669,6 +669,12 @@ class ErrorStateKalmanFilter:
             return None
         return self._clone.rotation.T @ (self._p - self._clone.position)
 
+    def rotation_since_clone(self) -> float | None:
+        """Return the angle (rad) the body has turned since the clone (None without one)."""
+        if self._clone is None:
+            return None
+        return float(np.linalg.norm(_log_so3(self._clone.rotation.T @ self._r)))
+
     def position_in_clone_sigma(self) -> float | None:
         """Return the largest standard deviation (m) of :meth:`position_in_clone`.
 

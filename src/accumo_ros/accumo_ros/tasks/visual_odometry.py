@@ -69,6 +69,9 @@ from edge_offload.camera_model import PinholeCamera
 if TYPE_CHECKING:
     from accumo_ros.tasks.imu_filter import ErrorStateKalmanFilter
 
+# The turn (rad) after which the VO keyframe moves on between offloads (KeyframePolicy).
+DEFAULT_KEYFRAME_ROTATION_RAD = 0.35  # 20°, chosen on test4 (results: docs/results.md)
+
 
 @dataclass(frozen=True)
 class VoConfig:
@@ -168,18 +171,42 @@ class KeyframePolicy:
     once it is ``max_frames`` old, or when a pair has fewer than ``min_inliers`` inliers
     (the views are drifting apart: a turn). ``max_frames = 0``: every pair is
     frame-to-frame, as the dissertation's DAVO pairs.
+
+    After a pair that failed, was refused by the filter or had fewer than ``min_inliers``
+    inliers, the keyframe also moves to the current frame between offloads once the robot
+    has turned ``max_rotation_rad`` since it (:meth:`turned_too_far`): in a fast turn the
+    next long pair would fail too (on s15's high/high room 16 of 19 pairs of 46-61 frames
+    failed in a row, and the filter dead-reckoned for 6.8 s). The part of the turn before
+    the new keyframe is then the IMU's alone, but the pair after it is short and corrects
+    the velocity. After a good pair the keyframe stays: long pairs mostly match (89 % of
+    30-40° pairs on s11-s15), and moving it unconditionally lost their measurement of the
+    first part of the turn. ``max_rotation_rad = 0``: never between offloads.
     """
 
     max_frames: int = 40
     min_inliers: int = 80
+    max_rotation_rad: float = DEFAULT_KEYFRAME_ROTATION_RAD
 
     def __post_init__(self) -> None:
-        if self.max_frames < 0 or self.min_inliers < 0:
-            raise ValueError('max_frames and min_inliers must be >= 0')
+        if self.max_frames < 0 or self.min_inliers < 0 or self.max_rotation_rad < 0:
+            raise ValueError('max_frames, min_inliers and max_rotation_rad must be >= 0')
 
     def keep(self, keyframe: int, frame: int, inliers: int) -> bool:
         """Whether a good pair ``(keyframe, frame)`` leaves ``keyframe`` the keyframe."""
         return frame - keyframe < self.max_frames and inliers >= self.min_inliers
+
+    def weak_pair(self, fused: bool, inliers: int) -> bool:
+        """Whether a pair's outcome lets the keyframe move on a turn (failed, refused, few)."""
+        return not fused or inliers < self.min_inliers
+
+    def turned_too_far(self, rotation_rad: float | None, after_weak_pair: bool) -> bool:
+        """Whether the keyframe moves to the current frame, turned ``rotation_rad`` from it."""
+        return (
+            after_weak_pair
+            and self.max_rotation_rad > 0
+            and rotation_rad is not None
+            and rotation_rad > self.max_rotation_rad
+        )
 
 
 def _failure(reason: str, matches: int = 0, inliers: int = 0) -> VoResult:

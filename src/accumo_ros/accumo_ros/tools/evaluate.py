@@ -614,6 +614,7 @@ def run_scheduler(
                 )
         log.record_depth(frame, pipeline.select_depth(), pipeline, data)
         pipeline.update_accuracy_models()
+        pipeline.end_frame()
         log.poses[frame] = pipeline.pose
     return dataclasses.replace(log.result(data, scheduler, weights), phase=phase)
 

@@ -196,6 +196,8 @@ class FusedOdometryRun:
         self._imu = 0  # the next IMU sample to feed
         self._previous_offload: int | None = None  # the first frame of the next pair
         self._clone_frame: int | None = None
+        self.keyframe_turns = 0  # keyframes moved on between offloads by a turn
+        self._after_weak_pair = False  # the latest VO pair failed, was refused or matched few
         # arrival frame -> (first, second, the filter's translation prior or None)
         self._arrivals: dict[int, tuple[int, int, tuple[np.ndarray, float] | None]] = {}
         self.set_offloads(offloads)
@@ -229,6 +231,7 @@ class FusedOdometryRun:
                 )
                 self._imu += 1
             self._handle_frame(self.frame, float(frame_time))
+            self._move_keyframe_after_turn(self.frame)
             self.poses[self.frame] = self.filter.pose
             self.frame += 1
 
@@ -250,18 +253,36 @@ class FusedOdometryRun:
                 and self.keyframes is not None
                 and self.keyframes.keep(first, second, result.inliers)
             )
-            self.fusion.fuse_relative(
+            fused = self.fusion.fuse_relative(
                 second,
                 result.relative_pose if result.ok else None,
                 result.covariance,
                 keep_clone=keep,
                 alternatives=result.alternative_poses,
             )
+            if self.keyframes is not None:
+                self._after_weak_pair = self.keyframes.weak_pair(fused, result.inliers)
             if not keep:
                 self._clone_frame = second
                 if self.keyframes is not None:
                     self._previous_offload = second
         self._offload(frame, frame_time)
+
+    def _move_keyframe_after_turn(self, frame: int) -> None:
+        """As the pipeline: a keyframe the robot has turned too far from moves to ``frame``."""
+        if (
+            self.keyframes is None
+            or self._clone_frame is None
+            or self._arrivals
+            or frame in self.offloads
+            or not self.keyframes.turned_too_far(
+                self.filter.rotation_since_clone(), self._after_weak_pair
+            )
+        ):
+            return
+        self.filter.clone_pose()
+        self._clone_frame = self._previous_offload = frame
+        self.keyframe_turns += 1
 
     def _offload(self, frame: int, frame_time: float) -> None:
         if self.vo is None or frame not in self.offloads:
