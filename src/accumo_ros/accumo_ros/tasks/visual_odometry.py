@@ -70,7 +70,7 @@ if TYPE_CHECKING:
     from accumo_ros.tasks.imu_filter import ErrorStateKalmanFilter
 
 # The turn (rad) after which the VO keyframe moves on between offloads (KeyframePolicy).
-DEFAULT_KEYFRAME_ROTATION_RAD = 0.35  # 20°, chosen on test4 (results: docs/results.md)
+DEFAULT_KEYFRAME_ROTATION_RAD = 0.5  # 29°: of 0.25, 0.35 and 0.5, best on test4 (docs/results.md)
 
 
 @dataclass(frozen=True)

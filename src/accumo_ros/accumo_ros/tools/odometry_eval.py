@@ -13,7 +13,8 @@ Two jobs, both on sequences written by ``accumo_generate``:
      scored on every frame;
    * *Kalman + VO*: the same filter fusing each VO pose ``--latency`` frames after its
      frame by rollback and stochastic cloning (the odometry tracker), every frame. VO
-     pairs measure from a keyframe (``--keyframe-frames``, ``--keyframe-inliers``; see
+     pairs measure from a keyframe (``--keyframe-frames``, ``--keyframe-inliers``,
+     ``--keyframe-turn-deg``; see
      :class:`accumo_ros.tasks.visual_odometry.KeyframePolicy`).
 
 2. **Accuracy model** (``--fit``): for every 32-frame window of every train sequence, the
@@ -39,6 +40,7 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import math
 import shlex
 import sys
 import time
@@ -494,6 +496,13 @@ def _parser() -> argparse.ArgumentParser:
         default=KeyframePolicy().min_inliers,
         help='Fewer VO inliers than this move the keyframe on.',
     )
+    parser.add_argument(
+        '--keyframe-turn-deg',
+        type=float,
+        default=math.degrees(KeyframePolicy().max_rotation_rad),
+        help='After a weak pair, a turn of this many degrees moves the keyframe on between '
+        'offloads; 0: never.',
+    )
     parser.add_argument('--fit', action='store_true', help='Fit and check the accuracy model.')
     parser.add_argument(
         '--fit-dataset',
@@ -635,7 +644,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f'odometry_eval: {error}', file=sys.stderr)
         return 2
     try:
-        keyframes = KeyframePolicy(args.keyframe_frames, args.keyframe_inliers)
+        keyframes = KeyframePolicy(
+            args.keyframe_frames, args.keyframe_inliers, math.radians(args.keyframe_turn_deg)
+        )
     except ValueError as error:
         print(f'odometry_eval: {error}', file=sys.stderr)
         return 2
