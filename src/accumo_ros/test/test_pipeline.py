@@ -186,7 +186,7 @@ def test_the_tracker_model_updates_once_depth_is_six_frames_stale(data):
     assert len(rates) > 1  # moved away from the initial 0.02
 
 
-def _odometry_only_pipeline(data) -> AccumoPipeline:
+def _odometry_only_pipeline(data, config: PipelineConfig | None = None) -> AccumoPipeline:
     """Return a pipeline that offloads odometry only, started at the true pose."""
     s = data.sequence
     return AccumoPipeline(
@@ -196,6 +196,7 @@ def _odometry_only_pipeline(data) -> AccumoPipeline:
         OdometryAccuracyModel.load(),
         initial_pose=data.truth[0],
         initial_velocity=s.velocities_world[0],
+        config=config,
     )
 
 
@@ -442,15 +443,8 @@ def _odometry_pipeline_to_frame_11(
     decided.
     """
     s = data.sequence
-    pipeline = AccumoPipeline(
-        s.intrinsics,
-        make_policy('wrr:0:1', 2),
-        lambda frame, _rgb: data.lite_depth[frame],
-        OdometryAccuracyModel.load(),
-        initial_pose=data.truth[0],
-        initial_velocity=s.velocities_world[0],
-        config=PipelineConfig(keyframes=KeyframePolicy(max_rotation_rad=max_rotation_rad)),
-    )
+    keyframes = KeyframePolicy(max_rotation_rad=max_rotation_rad)
+    pipeline = _odometry_only_pipeline(data, PipelineConfig(keyframes=keyframes))
     imu = 0
     for frame in range(12):
         while s.imu_times[imu] <= s.frame_times[frame] + 1e-9:

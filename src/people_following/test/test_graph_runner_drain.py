@@ -6,9 +6,24 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 
 from people_following import graph_runner
 from people_following.tracking_monitor_node import Summary
+
+
+def _results_when_the_wait_returns(
+    summary: Summary, published: int, answer: Callable[[], None]
+) -> int:
+    """Wait for ``published`` frames' results while ``answer`` runs; return the count then."""
+    answering = threading.Thread(target=answer)
+    answering.start()
+    graph_runner._await_last_results(
+        summary, published, time.monotonic() + 10.0, threading.Event()
+    )
+    results_when_it_returned = summary.results
+    answering.join()
+    return results_when_it_returned
 
 
 def test_a_graph_without_results_gets_until_the_deadline(monkeypatch):
@@ -19,12 +34,7 @@ def test_a_graph_without_results_gets_until_the_deadline(monkeypatch):
         time.sleep(0.3)  # six quiet periods: a starting graph, not a stopped one
         summary.results = 5
 
-    answering = threading.Thread(target=first_result_late)
-    answering.start()
-    graph_runner._await_last_results(summary, 5, time.monotonic() + 10.0, threading.Event())
-    results_when_it_returned = summary.results
-    answering.join()
-    assert results_when_it_returned == 5
+    assert _results_when_the_wait_returns(summary, 5, first_result_late) == 5
 
 
 def test_results_that_stop_end_the_wait_before_the_deadline(monkeypatch):
@@ -48,9 +58,4 @@ def test_frames_the_monitor_has_not_counted_yet_are_waited_for(monkeypatch):
         time.sleep(0.2)
         summary.results = 12
 
-    answering = threading.Thread(target=frames_then_results_late)
-    answering.start()
-    graph_runner._await_last_results(summary, 12, time.monotonic() + 10.0, threading.Event())
-    results_when_it_returned = summary.results
-    answering.join()
-    assert results_when_it_returned == 12
+    assert _results_when_the_wait_returns(summary, 12, frames_then_results_late) == 12
