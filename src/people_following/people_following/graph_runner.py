@@ -39,6 +39,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -241,7 +242,11 @@ def _stop_process(process: subprocess.Popen) -> None:
 
 
 def _await_last_results(
-    summary: Summary, published: int, deadline: float, stop: threading.Event
+    summary: Summary,
+    published: int,
+    deadline: float,
+    stop: threading.Event,
+    failed: Callable[[], bool] = lambda: False,
 ) -> None:
     """Wait until every published frame has its result or results stop coming.
 
@@ -251,9 +256,12 @@ def _await_last_results(
     short replay can end before the first result), not stopped: it gets until ``deadline``.
     The source's count, not the monitor's, says how many frames to wait for: a replay at
     full speed ends before the monitor has taken its frames off the executor's queue.
+    ``failed`` ends the wait early (a node of the graph has exited).
     """
     last_count, last_change = summary.results, time.monotonic()
     while max(published, summary.frames_captured) > summary.results and not stop.is_set():
+        if failed():
+            return
         now = time.monotonic()
         if summary.results != last_count:
             last_count, last_change = summary.results, now
@@ -304,23 +312,43 @@ class _Graph:
             self.executor.add_node(node)
         self.spin_thread.start()
         while not stop.is_set() and not source.finished.is_set():
-            for name, process in self.processes.items():
-                if process.poll() is not None:
-                    # Its own log says why (a bad parameter, a missing model).
-                    self.logger.error(f'{name} exited with code {process.returncode}')
-                    return 1
+            if self._report_exited_process():
+                return 1
             stop.wait(0.1)
         if source.finished.is_set() and not stop.is_set():
             # Let the last frames come back before stopping.
+            summary = self.composed['tracking_monitor'].summary
+            published = source.frames_published
             deadline = time.monotonic() + DRAIN_TIMEOUT_S
             _await_last_results(
-                self.composed['tracking_monitor'].summary,
-                source.frames_published,
-                deadline,
-                stop,
+                summary, published, deadline, stop, lambda: self._exited_process() is not None
             )
+            if self._report_exited_process():
+                return 1
+            if published and not summary.results:
+                self.logger.error(
+                    f'no result for any of the {published} frames within '
+                    f'{DRAIN_TIMEOUT_S:.0f} s of the source ending'
+                )
+                return 1
             return 0 if source.error is None else 1
         return 0
+
+    def _exited_process(self) -> str | None:
+        """Return the name of a node running as a process that has exited, if any."""
+        for name, process in self.processes.items():
+            if process.poll() is not None:
+                return name
+        return None
+
+    def _report_exited_process(self) -> bool:
+        """Log a node process that has exited; whether there is one."""
+        name = self._exited_process()
+        if name is None:
+            return False
+        # Its own log says why (a bad parameter, a missing model).
+        self.logger.error(f'{name} exited with code {self.processes[name].returncode}')
+        return True
 
     def close(self) -> None:
         recorder = self.composed.get('bag_recorder')

@@ -71,6 +71,9 @@ def test_recorded_run_is_reproduced_then_replayed_through_the_graph(recorded_run
     assert replay.returncode == 0, replay.stdout[-3000:] + replay.stderr[-3000:]
     replayed = json.loads((tmp_path / 'replay' / 'metrics.json').read_text())
     assert replayed['image_raw']['frames'] == FRAMES
+    assert 'people' in replayed, (
+        'no result replayed\n' + replay.stdout[-3000:] + replay.stderr[-6000:]
+    )
     assert replayed['people']['frames'] >= 1
     modes = {mode.removesuffix('+tracking') for mode in replayed['people']['offload_modes']}
     assert modes <= {'nnto', 'local', 'none'}  # none: tracked before the first detection

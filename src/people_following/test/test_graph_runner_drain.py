@@ -59,3 +59,10 @@ def test_frames_the_monitor_has_not_counted_yet_are_waited_for(monkeypatch):
         summary.results = 12
 
     assert _results_when_the_wait_returns(summary, 12, frames_then_results_late) == 12
+
+
+def test_a_node_that_exits_ends_the_wait_before_the_deadline():
+    summary = Summary(frames_captured=5)
+    deadline = time.monotonic() + 10.0
+    graph_runner._await_last_results(summary, 5, deadline, threading.Event(), lambda: True)
+    assert time.monotonic() < deadline - 5.0

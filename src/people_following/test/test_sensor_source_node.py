@@ -298,7 +298,10 @@ def test_synthetic_fixed_rate_publishes_until_stopped(listener, ros_executor, ro
     # Stamps are the source's clock (1 / fps apart), whatever the publishing rate.
     stamps = [_stamp_ns(image) for image in images]
     assert all(round((b - a) * fps / 1e9) >= 1 for a, b in zip(stamps, stamps[1:], strict=False))
-    assert received['camera_info'][0].header.stamp == images[0].header.stamp
+    # Each camera_info carries its frame's stamp. Best effort may lose either of a pair
+    # (CI once got a first camera_info whose image was lost), so compare the stamps both got.
+    info_stamps = {_stamp_ns(info) for info in received['camera_info']}
+    assert info_stamps & set(stamps), (sorted(info_stamps)[:5], stamps[:5])
     assert received['imu'], 'no synthetic IMU samples'
     assert process.poll() is None
     codes = ros_processes.stop_all()
