@@ -340,7 +340,7 @@ class AccumoPipeline:
         while no VO pair is in flight, as a pending pair measures from the filter's clone,
         which this replaces. The IMU must not have been fed past the frame's time.
         """
-        if self._keyframe is None or self._odometry_pending or self.fusion.outstanding:
+        if self._odometry_pending:
             return
         filter_ = self.fusion.filter
         turned = filter_.rotation_since_clone()

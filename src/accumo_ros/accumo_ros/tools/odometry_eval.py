@@ -272,11 +272,10 @@ class FusedOdometryRun:
 
     def _move_keyframe_after_turn(self, frame: int) -> None:
         """As the pipeline: a keyframe the robot has turned too far from moves to ``frame``."""
+        # No clone yet gives no rotation; an offload at ``frame`` leaves its pair in flight.
         if (
             self.keyframes is None
-            or self._clone_frame is None
             or self._arrivals
-            or frame in self.offloads
             or not self.keyframes.turned_too_far(
                 self.filter.rotation_since_clone(), self._after_weak_pair
             )
