@@ -38,6 +38,7 @@ from accumo_ros.tools.odometry_eval import (
     SEGMENT_STEP,
     FusedOdometryRun,
     VoCache,
+    add_vo_prior_argument,
     depth_source,
     imu_noise_of,
     periodic_offloads,
@@ -45,9 +46,13 @@ from accumo_ros.tools.odometry_eval import (
 
 
 def measure(
-    dataset: Path, split: str, latency: int, strides: list[int]
+    dataset: Path, split: str, latency: int, strides: list[int], vo_prior: str = 'motion'
 ) -> tuple[dict[str, dict[int, float]], dict[str, str]]:
-    """Return each sequence's Kalman + VO t_err per stride, and each sequence's category."""
+    """Return each sequence's Kalman + VO t_err per stride, and each sequence's category.
+
+    ``vo_prior`` as the evaluators' ``--vo-prior``: the VO the robot runs, so that the free
+    stride is measured for it.
+    """
     net_depth = depth_source('server')
     table: dict[str, dict[int, float]] = {}
     categories: dict[str, str] = {}
@@ -60,7 +65,12 @@ def measure(
                 maps[index] = net_depth(seq, index)
             return maps[index]
 
-        vo = VoCache(sequence, cached_depth)
+        vo = VoCache(
+            sequence,
+            cached_depth,
+            gyro_prior=vo_prior != 'none',
+            translation_prior=vo_prior == 'motion',
+        )
         truth = sequence.frame_poses()
         categories[path.name] = sequence.category
         table[path.name] = {}
@@ -129,6 +139,7 @@ def main(argv: list[str] | None = None) -> int:
         default=0.1,
         help="median increase over the shortest stride's t_err that still counts as free",
     )
+    add_vo_prior_argument(parser)
     parser.add_argument('--output', type=Path, help='JSON of every sequence and stride')
     parser.add_argument('--results', type=Path, help='print the table of a saved --output')
     args = parser.parse_args(argv)
@@ -145,14 +156,15 @@ def main(argv: list[str] | None = None) -> int:
         parser.error('every stride must exceed the latency (one pose in flight at a time)')
     print(
         f'Kalman + VO t_err on the {args.split} split of {args.dataset}: server VO with the '
-        f'gyro rotation prior, poses fused {args.latency} frames late (60 FPS), the '
+        f'{args.vo_prior} prior, poses fused {args.latency} frames late (60 FPS), the '
         f"pipeline's filter settings; strides {strides}"
     )
-    table, categories = measure(args.dataset, args.split, args.latency, strides)
+    table, categories = measure(args.dataset, args.split, args.latency, strides, args.vo_prior)
     chosen = report(table, categories, args.tolerance)
     if args.output:
         document = {
             'latency': args.latency,
+            'vo_prior': args.vo_prior,
             'strides': strides,
             't_err': table,
             'categories': categories,
