@@ -42,6 +42,7 @@ from accumo_ros.tools.odometry_eval import (
     depth_source,
     imu_noise_of,
     periodic_offloads,
+    vo_prior_flags,
 )
 
 
@@ -65,12 +66,7 @@ def measure(
                 maps[index] = net_depth(seq, index)
             return maps[index]
 
-        vo = VoCache(
-            sequence,
-            cached_depth,
-            gyro_prior=vo_prior != 'none',
-            translation_prior=vo_prior == 'motion',
-        )
+        vo = VoCache(sequence, cached_depth, **vo_prior_flags(vo_prior))
         truth = sequence.frame_poses()
         categories[path.name] = sequence.category
         table[path.name] = {}

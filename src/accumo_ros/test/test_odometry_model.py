@@ -164,6 +164,15 @@ def test_periodic_offloads_raise_the_stride_inside_the_window():
     assert odometry_eval.periodic_offloads(40, 4, (8, 24), 8) == [0, 4, 8, 16, 24, 28, 32, 36]
 
 
+def test_vo_prior_flags_match_the_option_and_refuse_an_unknown_prior():
+    flags = {p: odometry_eval.vo_prior_flags(p) for p in odometry_eval.VO_PRIORS}
+    assert flags['none'] == {'gyro_prior': False, 'translation_prior': False}
+    assert flags['gyro'] == {'gyro_prior': True, 'translation_prior': False}
+    assert flags['motion'] == {'gyro_prior': True, 'translation_prior': True}
+    with pytest.raises(ValueError, match="unknown VO prior 'imu'"):
+        odometry_eval.vo_prior_flags('imu')
+
+
 @pytest.fixture(scope='module')
 def short_sequence(tmp_path_factory):
     """Write a 2.5 s high-angular-velocity sequence at 208×64 and read it back."""

@@ -79,6 +79,7 @@ from accumo_ros.tools.odometry_eval import (
     VoCache,
     add_vo_prior_argument,
     imu_noise_of,
+    vo_prior_flags,
     window_drops,
 )
 
@@ -1086,6 +1087,7 @@ def main(argv: list[str] | None = None) -> int:
     args.output.mkdir(parents=True, exist_ok=True)
     cache_dir = args.output / 'cache'
     started = time.monotonic()
+    vo_flags = vo_prior_flags(args.vo_prior)
     jobs = [
         (
             p,
@@ -1095,10 +1097,10 @@ def main(argv: list[str] | None = None) -> int:
             weights,
             args.seed,
             args.odometry_model,
-            args.vo_prior != 'none',
+            vo_flags['gyro_prior'],
             phases,
             args.horizon,
-            args.vo_prior == 'motion',
+            vo_flags['translation_prior'],
         )
         for p in paths
     ]

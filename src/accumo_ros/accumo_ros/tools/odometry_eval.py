@@ -83,6 +83,13 @@ SEGMENT_STEP = 6
 VO_PRIORS = ('none', 'gyro', 'motion')
 
 
+def vo_prior_flags(vo_prior: str) -> dict[str, bool]:
+    """Return ``--vo-prior``'s :class:`VoCache` flags: ``gyro_prior``, ``translation_prior``."""
+    if vo_prior not in VO_PRIORS:
+        raise ValueError(f'unknown VO prior {vo_prior!r}; one of {", ".join(VO_PRIORS)}')
+    return {'gyro_prior': vo_prior != 'none', 'translation_prior': vo_prior == 'motion'}
+
+
 def imu_noise_of(sequence: LoadedSequence) -> ImuNoise:
     """Return the IMU noise model the sequence was generated with (its bag metadata)."""
     text = sequence.metadata.get('accumo.imu_noise')
@@ -594,8 +601,7 @@ def _collect_drops(
             raised_stride=args.raised_stride,
             latency=latency,
             keyframes=keyframes,
-            gyro_prior=args.vo_prior != 'none',
-            translation_prior=args.vo_prior == 'motion',
+            **vo_prior_flags(args.vo_prior),
         )
         speeds.append(w)
         drops.append(d)
@@ -707,9 +713,8 @@ def _accuracy_table(
             args.stride,
             args.latency,
             keyframes,
-            gyro_prior=args.vo_prior != 'none',
             vo_config=VoConfig(prior_alternatives=args.vo_alternatives),
-            translation_prior=args.vo_prior == 'motion',
+            **vo_prior_flags(args.vo_prior),
         )
         rows.append(accuracy)
         print(
