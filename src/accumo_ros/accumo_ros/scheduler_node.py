@@ -71,6 +71,7 @@ from accumo_ros.tasks.depth_nets import load_depth_net
 from accumo_ros.tasks.imu_filter import (
     DEFAULT_LEVEL_GROUND,
     DEFAULT_ROBUST_DISTANCE_SQ,
+    ImuCalibration,
     LevelGroundPrior,
 )
 from accumo_ros.tasks.odometry_model import OdometryModelSet
@@ -96,6 +97,8 @@ try:  # TF is optional: the PyPI ROS wheels here have no tf2_ros.
 except ImportError:  # pragma: no cover - depends on the installation
     TransformBroadcaster = None
 
+# Without a calibration the filters assume zero biases with the datasheet's turn-on sigmas.
+_UNCALIBRATED = ImuCalibration.uncalibrated()
 PARAMETERS = (
     ParamSpec(
         'policy', 'accumo', 'Offload policy: accumo, la, rr, wrr:X:Y (depth:odometry), aao.'
@@ -181,6 +184,35 @@ PARAMETERS = (
         DEFAULT_LEVEL_GROUND.vertical_speed_sigma,
         'See level_ground_tilt_sigma_deg (m/s).',
         1e-3,
+        100.0,
+    ),
+    ParamSpec(
+        'imu_gyro_bias',
+        [0.0, 0.0, 0.0],
+        "The IMU's gyro bias as calibrated on the robot (rad/s, x y z of the IMU frame); the "
+        'odometry filters start from it.',
+    ),
+    ParamSpec(
+        'imu_gyro_bias_sigma',
+        _UNCALIBRATED.gyro_bias_sigma,
+        'How well imu_gyro_bias is known (rad/s, 1 sigma). The default, the datasheet turn-on '
+        'offset (0.5 deg/s), is an uncalibrated IMU; a calibration leaves about 0.05 deg/s.',
+        1e-9,
+        10.0,
+    ),
+    ParamSpec(
+        'imu_accel_bias',
+        [0.0, 0.0, 0.0],
+        "The IMU's accelerometer bias as calibrated on the robot (m/s², x y z of the IMU "
+        'frame); the odometry filters start from it.',
+    ),
+    ParamSpec(
+        'imu_accel_bias_sigma',
+        _UNCALIBRATED.accel_bias_sigma,
+        'How well imu_accel_bias is known (m/s², 1 sigma). The default, the datasheet turn-on '
+        'offset (20 mg), is an uncalibrated IMU; a calibration leaves a few mg. Where VO fails '
+        'for seconds, the filter dead-reckons on this bias.',
+        1e-9,
         100.0,
     ),
     ParamSpec(
@@ -318,6 +350,12 @@ class AccumoSchedulerNode(Node):
                 )
                 if config['level_ground_tilt_sigma_deg'] > 0.0
                 else None
+            ),
+            imu_calibration=ImuCalibration(
+                config['imu_gyro_bias'],
+                config['imu_accel_bias'],
+                config['imu_gyro_bias_sigma'],
+                config['imu_accel_bias_sigma'],
             ),
         )
         self._lite = load_depth_net('lite')

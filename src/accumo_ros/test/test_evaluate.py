@@ -14,7 +14,11 @@ import yaml
 
 from accumo_ros.scheduler.mpc import AccuracyEstimate
 from accumo_ros.simulation.sequence import SequenceConfig, SyntheticSequence
-from accumo_ros.simulation.sequence_bag import read_sequence_bag, write_sequence_bag
+from accumo_ros.simulation.sequence_bag import (
+    read_sequence_bag,
+    turn_on_biases,
+    write_sequence_bag,
+)
 from accumo_ros.tasks.odometry_model import OdometryAccuracyModel
 from accumo_ros.tools import evaluate
 from accumo_ros.tools.evaluate import (
@@ -28,6 +32,7 @@ from accumo_ros.tools.evaluate import (
     scheduler_variant,
 )
 from accumo_ros.tools.evaluate import main as evaluate_main
+from accumo_ros.tools.odometry_eval import emulated_calibration, parse_calibration_residual
 
 SERVER_SCALE, LITE_SCALE = 1.05, 1.25  # the stand-in nets' depth = truth x scale
 WINDOW = 32
@@ -211,6 +216,34 @@ def test_a_phase_delays_the_first_offload(data: SequenceData) -> None:
     assert shifted.offloaded[7:] == at_zero.offloaded[:frames]
     for bad in ('-1', '0,0', 'x'):
         assert evaluate_main(['--dataset', '.', '--output', '.', '--phases', bad]) == 2
+
+
+def test_an_emulated_imu_calibration_reaches_the_robots_filters(data: SequenceData) -> None:
+    """--imu-calibration: the true turn-on biases plus a seeded error, told to the filter."""
+    accel_residual, gyro_residual = parse_calibration_residual('3:0.05')
+    assert accel_residual == pytest.approx(3e-3 * 9.80665)
+    assert gyro_residual == pytest.approx(math.radians(0.05))
+    assert parse_calibration_residual('none') is None
+    calibration = emulated_calibration(data.sequence, accel_residual, gyro_residual)
+    assert calibration == emulated_calibration(data.sequence, accel_residual, gyro_residual)
+    gyro_bias, accel_bias = turn_on_biases(data.sequence)
+    assert np.all(np.abs(np.subtract(calibration.accel_bias, accel_bias)) < 5 * accel_residual)
+    assert np.all(np.abs(np.subtract(calibration.gyro_bias, gyro_bias)) < 5 * gyro_residual)
+    assert (calibration.accel_bias_sigma, calibration.gyro_bias_sigma) == (
+        accel_residual,
+        gyro_residual,
+    )
+    # No offloads: the pose is the IMU's alone, and the known bias is not integrated.
+    model, latencies = OdometryAccuracyModel(0.005, 0.01), LatencyModel.load(None)
+    uncalibrated = run_scheduler(data, 'la', None, latencies, model)
+    calibrated = run_scheduler(
+        dataclasses.replace(data, imu_calibration=calibration), 'la', None, latencies, model
+    )
+    assert calibrated.max_position_error_m < 0.5 * uncalibrated.max_position_error_m
+    for bad in ('x', '3', '0:0.05', '3:-1'):
+        with pytest.raises(SystemExit) as refused:
+            evaluate_main(['--dataset', '.', '--output', '.', '--imu-calibration', bad])
+        assert refused.value.code == 2
 
 
 def test_the_horizon_is_a_setting(data: SequenceData) -> None:

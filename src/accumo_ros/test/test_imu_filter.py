@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import cache
 
@@ -12,7 +13,7 @@ import pytest
 from scipy.spatial.transform import Rotation
 from scipy.stats import chi2
 
-from accumo_ros.geometry import make_poses, rotation_angles
+from accumo_ros.geometry import GRAVITY_WORLD, make_poses, rotation_angles
 from accumo_ros.simulation.imu import ImuNoise, ImuSeries, integrate_imu, simulate_imu
 from accumo_ros.simulation.trajectory import (
     Sinusoid,
@@ -23,6 +24,7 @@ from accumo_ros.simulation.trajectory import (
 from accumo_ros.tasks.imu_filter import (
     DelayedPoseFusion,
     ErrorStateKalmanFilter,
+    ImuCalibration,
     LevelGroundPrior,
     StaleSnapshotError,
     UnknownSnapshotError,
@@ -766,3 +768,50 @@ def test_alternatives_taken_in_a_row_still_lead_to_the_recovery():
         np.eye(4), RELATIVE_COVARIANCE, alternatives=[(far, RELATIVE_COVARIANCE)]
     )
     assert kf.alternative_count == 3
+
+
+def test_an_imu_calibration_is_validated_and_uncalibrated_is_the_datasheet():
+    noise = ImuNoise()
+    uncalibrated = ImuCalibration.uncalibrated(noise)
+    assert uncalibrated.gyro_bias == (0.0, 0.0, 0.0)
+    assert uncalibrated.accel_bias_sigma == noise.accel_bias_sigma
+    assert ImuCalibration([1, 2, 3], np.zeros(3), 0.1, 0.2).gyro_bias == (1.0, 2.0, 3.0)
+    for bad in (
+        dict(gyro_bias=(0.0, 0.0)),
+        dict(accel_bias=(0.0, math.nan, 0.0)),
+        dict(gyro_bias_sigma=0.0),
+        dict(accel_bias_sigma=-1.0),
+    ):
+        values = dict(gyro_bias=(0.0, 0.0, 0.0), accel_bias=(0.0, 0.0, 0.0), gyro_bias_sigma=1e-3)
+        values['accel_bias_sigma'] = 1e-2
+        values.update(bad)
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            ImuCalibration(**values)
+
+
+def test_a_calibrated_filter_dead_reckons_without_the_bias_drift():
+    """A robot standing still, its accelerometer 0.2 m/s² off: calibrated, it stays put.
+
+    Unknown, the bias is integrated into metres within seconds.
+    """
+    accel_bias = np.array([0.15, -0.12, 0.0])
+    gyro_bias = np.array([0.004, -0.003, 0.002])
+    noise = ImuNoise()
+    calibrated = ImuCalibration(gyro_bias, accel_bias, 1e-4, 0.01)
+    filters = {
+        'uncalibrated': ErrorStateKalmanFilter(noise=noise),
+        'calibrated': ErrorStateKalmanFilter(noise=noise, **calibrated.filter_keywords()),
+    }
+    gravity_reading = -GRAVITY_WORLD  # the specific force at rest, body axes = world axes
+    dt = 1.0 / IMU_RATE_HZ
+    for kf in filters.values():
+        for _ in range(int(5.0 * IMU_RATE_HZ)):
+            kf.predict(gyro_bias, gravity_reading + accel_bias, dt)
+    drift = {name: float(np.linalg.norm(kf.position)) for name, kf in filters.items()}
+    assert drift['uncalibrated'] > 1.5  # ½ · 0.19 m/s² · (5 s)²
+    assert drift['calibrated'] < 0.01
+    assert np.allclose(filters['calibrated'].biases[1], accel_bias)
+    # The calibration's residual (plus 5 s of bias walk) is the filter's bias uncertainty.
+    expected = 0.01**2 + noise.accel_bias_walk**2 * 5.0
+    assert filters['calibrated'].covariance[12, 12] == pytest.approx(expected, rel=0.01)
+    assert filters['uncalibrated'].covariance[12, 12] > noise.accel_bias_sigma**2

@@ -17,7 +17,10 @@ from accumo_ros.simulation.imu import ImuNoise, integrate_imu, simulate_imu
 from accumo_ros.simulation.sequence import SequenceConfig, SyntheticSequence
 from accumo_ros.simulation.sequence_bag import (
     SequenceBagError,
+    config_from_metadata,
+    config_to_metadata,
     read_sequence_bag,
+    turn_on_biases,
     write_sequence_bag,
 )
 
@@ -163,6 +166,23 @@ def test_bag_round_trip(tmp_path, storage):
     subsampled = read_sequence_bag(tmp_path / 'bag', every=3, max_frames=4)
     assert len(subsampled.rgb) == 4
     np.testing.assert_array_equal(subsampled.rgb[1], loaded.rgb[3])
+
+
+def test_a_bags_generator_settings_and_imu_biases_come_back_from_its_metadata(tmp_path):
+    config = replace(SMALL, seed=31, category='low_high', imu_noise=ImuNoise(accel_bias_sigma=0.3))
+    assert config_from_metadata(config_to_metadata(config)) == config
+    sequence = SyntheticSequence(config)
+    write_sequence_bag(sequence, tmp_path / 'bag')
+    loaded = read_sequence_bag(tmp_path / 'bag')
+    gyro_bias, accel_bias = turn_on_biases(loaded)
+    np.testing.assert_array_equal(gyro_bias, sequence.imu.gyro_bias[0])
+    np.testing.assert_array_equal(accel_bias, sequence.imu.accel_bias[0])
+    # A bag whose IMU is not what its settings generate has no known biases.
+    tampered = replace(loaded, linear_acceleration=loaded.linear_acceleration + 0.01)
+    with pytest.raises(SequenceBagError, match='biases are unknown'):
+        turn_on_biases(tampered)
+    with pytest.raises(SequenceBagError, match='accumo.seed'):
+        config_from_metadata({k: v for k, v in loaded.metadata.items() if k != 'accumo.seed'})
 
 
 def test_a_bag_without_the_sequence_topics_is_refused(tmp_path):

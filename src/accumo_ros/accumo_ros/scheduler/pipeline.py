@@ -56,6 +56,7 @@ from accumo_ros.tasks.imu_filter import (
     DEFAULT_ROBUST_DISTANCE_SQ,
     DelayedPoseFusion,
     ErrorStateKalmanFilter,
+    ImuCalibration,
     LevelGroundPrior,
     gyro_rotation,
 )
@@ -125,6 +126,9 @@ class PipelineConfig:
     # docstring; None: off). Not the IMU-only filter: it dead-reckons by definition.
     odometry_robust_distance_sq: float | None = DEFAULT_ROBUST_DISTANCE_SQ
     level_ground: LevelGroundPrior | None = DEFAULT_LEVEL_GROUND
+    # The IMU's biases as calibrated on the robot (both filters start from them); None:
+    # uncalibrated, zero biases with the noise model's turn-on sigmas.
+    imu_calibration: ImuCalibration | None = None
 
     def __post_init__(self) -> None:
         if self.tracker_model_period < 1:
@@ -270,14 +274,18 @@ class AccumoPipeline:
         # Replaces the accuracy models' estimates (the evaluator's oracle); None = the models.
         self.accuracy_source = accuracy_source
         noise = noise or ImuNoise()
+        calibration = self.config.imu_calibration or ImuCalibration.uncalibrated(noise)
         self.imu_only = DelayedPoseFusion(
-            ErrorStateKalmanFilter(initial_pose, initial_velocity, noise)
+            ErrorStateKalmanFilter(
+                initial_pose, initial_velocity, noise, **calibration.filter_keywords()
+            )
         )
         self.fusion = DelayedPoseFusion(
             ErrorStateKalmanFilter(
                 initial_pose,
                 initial_velocity,
                 noise,
+                **calibration.filter_keywords(),
                 robust_distance_sq=self.config.odometry_robust_distance_sq,
                 ground_prior=self.config.level_ground,
             )

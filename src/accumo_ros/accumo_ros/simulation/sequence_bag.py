@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 import numpy as np
@@ -38,7 +38,7 @@ from rosbags.rosbag2.enums import CompressionFormat, CompressionMode
 from rosbags.typesys import Stores, get_typestore
 
 from accumo_ros.geometry import T_BODY_OPTICAL, make_poses, quaternions_xyzw, rotations_from_xyzw
-from accumo_ros.simulation.imu import ImuSeries
+from accumo_ros.simulation.imu import ImuNoise, ImuSeries
 from accumo_ros.simulation.scene import RenderedFrame, Scene
 from accumo_ros.simulation.sequence import SequenceConfig, SyntheticFrame, SyntheticSequence
 from accumo_ros.simulation.trajectory import TrajectoryState
@@ -186,6 +186,40 @@ def config_to_metadata(config: SequenceConfig) -> dict[str, str]:
     values = asdict(config)
     values['imu_noise'] = json.dumps(values['imu_noise'], sort_keys=True)
     return {f'{METADATA_PREFIX}{key}': str(value) for key, value in values.items()}
+
+
+def config_from_metadata(metadata: dict[str, str]) -> SequenceConfig:
+    """Return the generator settings a bag was written with (:func:`config_to_metadata`)."""
+    defaults = SequenceConfig()
+    values: dict[str, object] = {}
+    for item in fields(SequenceConfig):
+        text = metadata.get(f'{METADATA_PREFIX}{item.name}')
+        if text is None:
+            raise SequenceBagError(f'the bag metadata has no {METADATA_PREFIX}{item.name}')
+        if item.name == 'imu_noise':
+            values[item.name] = ImuNoise(**json.loads(text))
+        else:
+            values[item.name] = type(getattr(defaults, item.name))(text)
+    return SequenceConfig(**values)
+
+
+def turn_on_biases(sequence: LoadedSequence) -> tuple[np.ndarray, np.ndarray]:
+    """Return the IMU's true ``(gyro, accel)`` biases at its first sample (body frame).
+
+    Ground truth for the evaluation, regenerated from the bag's generator settings and
+    seed (the bag stores only the measurements): what an IMU calibration on the robot
+    would estimate. Raises :class:`SequenceBagError` when the regenerated IMU is not the
+    bag's (a bag from another generator version or recorded elsewhere).
+    """
+    imu = SyntheticSequence(config_from_metadata(sequence.metadata)).imu
+    if imu.linear_acceleration.shape != sequence.linear_acceleration.shape or not (
+        np.allclose(imu.linear_acceleration, sequence.linear_acceleration, atol=1e-6)
+        and np.allclose(imu.angular_velocity, sequence.angular_velocity, atol=1e-6)
+    ):
+        raise SequenceBagError(
+            "the bag's IMU is not what its generator settings give: its biases are unknown"
+        )
+    return imu.gyro_bias[0].copy(), imu.accel_bias[0].copy()
 
 
 @dataclass(frozen=True)

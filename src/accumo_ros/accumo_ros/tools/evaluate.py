@@ -70,14 +70,18 @@ from accumo_ros.scheduler.pipeline import (
     PipelineConfig,
 )
 from accumo_ros.simulation.dataset import split_paths
+from accumo_ros.simulation.imu import STANDARD_GRAVITY
 from accumo_ros.simulation.sequence_bag import LoadedSequence, read_sequence_bag
 from accumo_ros.tasks.depth_tracking import LOCAL_ALGORITHM, TRACKER
+from accumo_ros.tasks.imu_filter import ImuCalibration
 from accumo_ros.tasks.odometry_model import OdometryAccuracyModel, OdometryModelSet
 from accumo_ros.tasks.visual_odometry import VoConfig
 from accumo_ros.tools.odometry_eval import (
     SEGMENT_STEP,
     VoCache,
+    add_imu_calibration_argument,
     add_vo_prior_argument,
+    emulated_calibration,
     imu_noise_of,
     vo_prior_flags,
     window_drops,
@@ -216,6 +220,8 @@ class SequenceData:
     vo: VoCache
     odometry_window_drops: dict[int, float]  # window start -> true t_err drop (4 -> 8)
     fps: float = 60.0
+    # The robot's IMU calibration (--imu-calibration); None: uncalibrated.
+    imu_calibration: ImuCalibration | None = None
 
 
 def _initial_odometry_model(
@@ -228,6 +234,17 @@ def _initial_odometry_model(
         return models
     models = models or OdometryModelSet.load()
     return models.select(latency_model.default_frames(fps)[ODOMETRY])
+
+
+def _calibration_setup(residual: tuple[float, float] | None) -> str:
+    """Return the report's line on the emulated IMU calibration."""
+    if residual is None:
+        return "none: zero biases, the datasheet's turn-on sigmas"
+    accel, gyro = residual
+    return (
+        f'true turn-on biases + error of {accel / STANDARD_GRAVITY * 1e3:g} mg and '
+        f'{math.degrees(gyro):g} deg/s (1 sigma), told to the filter'
+    )
 
 
 def _vo_prior_suffix(gyro_prior: bool, translation_prior: bool) -> str:
@@ -245,6 +262,7 @@ def load_sequence_data(
     latency_model: LatencyModel | None = None,
     gyro_prior: bool = True,
     translation_prior: bool = False,
+    calibration_residual: tuple[float, float] | None = None,
 ) -> SequenceData:
     """Read a sequence bag and run both depth nets on every frame (cached as .npz).
 
@@ -253,6 +271,8 @@ def load_sequence_data(
     With ``oracle``, also the true odometry window drops, measured as ``odometry_model``
     (default the packaged ones) was: its window, strides and latency; of a model set, the
     model the scheduler starts with at ``latency_model``'s latencies.
+    ``calibration_residual`` (accelerometer m/s², gyro rad/s): the robot's IMU is
+    calibrated to these residuals (:func:`emulated_calibration`); None: uncalibrated.
     """
     from accumo_ros.tasks.depth_nets import load_depth_net
 
@@ -314,6 +334,11 @@ def load_sequence_data(
         vo,
         window_drops_by_start,
         fps=fps,
+        imu_calibration=(
+            None
+            if calibration_residual is None
+            else emulated_calibration(sequence, *calibration_residual)
+        ),
     )
 
 
@@ -590,7 +615,9 @@ def run_scheduler(
     """
     policy_name, use_la, oracle = scheduler_variant(scheduler)
     s = data.sequence
-    config = config or PipelineConfig(use_local_algorithm=use_la, fps=data.fps)
+    config = config or PipelineConfig(
+        use_local_algorithm=use_la, fps=data.fps, imu_calibration=data.imu_calibration
+    )
     default_frames = latency_model.default_frames(data.fps)
     pipeline = _build_pipeline(
         data, policy_name, use_la, oracle, weights, latency_model, odometry_model, config, horizon
@@ -702,6 +729,7 @@ def evaluate_sequence(
     phases: Sequence[int] = (0,),
     horizon: int = DEFAULT_HORIZON,
     translation_prior: bool = False,
+    calibration_residual: tuple[float, float] | None = None,
 ) -> list[RunResult]:
     """Every scheduler (weighted ones at every ratio, each at every phase) on one sequence."""
     import torch
@@ -710,7 +738,14 @@ def evaluate_sequence(
     oracle = any(name in schedulers for name in ORACLES)
     model = OdometryModelSet.load(odometry_model_paths)
     data = load_sequence_data(
-        path, cache_dir, oracle, model, latency_model, gyro_prior, translation_prior
+        path,
+        cache_dir,
+        oracle,
+        model,
+        latency_model,
+        gyro_prior,
+        translation_prior,
+        calibration_residual,
     )
     results = []
     for scheduler in schedulers:
@@ -1044,6 +1079,7 @@ def _parser() -> argparse.ArgumentParser:
         help='MPC horizon in frames (the release: 30)',
     )
     add_vo_prior_argument(parser)
+    add_imu_calibration_argument(parser)
     parser.add_argument('--workers', type=int, default=2)
     parser.add_argument('--seed', type=int, default=0)
     parser.add_argument('--limit', type=int, default=0, help='first N sequences only (0: all)')
@@ -1101,6 +1137,7 @@ def main(argv: list[str] | None = None) -> int:
             phases,
             args.horizon,
             vo_flags['translation_prior'],
+            args.imu_calibration,
         )
         for p in paths
     ]
@@ -1117,6 +1154,7 @@ def main(argv: list[str] | None = None) -> int:
         f'{latency_model.source}',
         'sequences': ', '.join(p.name for p in paths),
         'VO prior': args.vo_prior,
+        'IMU calibration': _calibration_setup(args.imu_calibration),
         'phases (frames before the first offload, averaged)': ', '.join(map(str, phases)),
         'horizon': f'{args.horizon} frames (at most {MAX_PLANS} plans)',
         'stride limits (depth, odometry)': f'{DEFAULT_STRIDE_LIMITS} frames at latencies '

@@ -53,13 +53,14 @@ from scipy.stats import pearsonr, spearmanr
 
 from accumo_ros.metrics import SegmentErrors, kitti_errors, segment_errors
 from accumo_ros.simulation.dataset import SequenceEntry, load_index, split_paths
-from accumo_ros.simulation.imu import ImuNoise
-from accumo_ros.simulation.sequence_bag import LoadedSequence, read_sequence_bag
+from accumo_ros.simulation.imu import STANDARD_GRAVITY, ImuNoise
+from accumo_ros.simulation.sequence_bag import LoadedSequence, read_sequence_bag, turn_on_biases
 from accumo_ros.tasks.imu_filter import (
     DEFAULT_LEVEL_GROUND,
     DEFAULT_ROBUST_DISTANCE_SQ,
     DelayedPoseFusion,
     ErrorStateKalmanFilter,
+    ImuCalibration,
     LevelGroundPrior,
     gyro_rotation,
 )
@@ -81,6 +82,8 @@ DepthSource = Callable[[LoadedSequence, int], np.ndarray]
 SEGMENT_STEP = 6
 # VO priors: none (PnP), the gyro's rotation, and that with the filter's translation.
 VO_PRIORS = ('none', 'gyro', 'motion')
+# Random stream of the emulated IMU calibration's error (apart from the generator's).
+CALIBRATION_STREAM = 7
 
 
 def vo_prior_flags(vo_prior: str) -> dict[str, bool]:
@@ -94,6 +97,54 @@ def imu_noise_of(sequence: LoadedSequence) -> ImuNoise:
     """Return the IMU noise model the sequence was generated with (its bag metadata)."""
     text = sequence.metadata.get('accumo.imu_noise')
     return ImuNoise(**json.loads(text)) if text else ImuNoise()
+
+
+def emulated_calibration(
+    sequence: LoadedSequence, accel_residual: float, gyro_residual: float
+) -> ImuCalibration:
+    """Return an IMU calibration of ``sequence`` as a robot would have measured it.
+
+    The generator's true turn-on biases (:func:`turn_on_biases`) plus a calibration error
+    drawn per axis with the residual sigmas (m/s², rad/s; seeded by the sequence's seed,
+    so every scheduler of a run sees the same calibration), which the filter is told.
+    """
+    gyro_bias, accel_bias = turn_on_biases(sequence)
+    seed = int(sequence.metadata.get('accumo.seed', '0'))
+    rng = np.random.default_rng([seed, CALIBRATION_STREAM])
+    return ImuCalibration(
+        tuple(gyro_bias + rng.normal(0.0, gyro_residual, 3)),
+        tuple(accel_bias + rng.normal(0.0, accel_residual, 3)),
+        gyro_residual,
+        accel_residual,
+    )
+
+
+def parse_calibration_residual(text: str) -> tuple[float, float] | None:
+    """``--imu-calibration``: ``none`` or ``ACCEL_MG:GYRO_DEG_S`` -> (m/s², rad/s) or None."""
+    if text == 'none':
+        return None
+    try:
+        accel_mg, gyro_deg_s = (float(part) for part in text.split(':'))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected 'none' or ACCEL_MG:GYRO_DEG_S (e.g. 3:0.05), got {text!r}"
+        ) from None
+    if not (accel_mg > 0.0 and gyro_deg_s > 0.0):
+        raise argparse.ArgumentTypeError(f'both residuals must be positive, got {text!r}')
+    return accel_mg * 1e-3 * STANDARD_GRAVITY, math.radians(gyro_deg_s)
+
+
+def add_imu_calibration_argument(parser: argparse.ArgumentParser) -> None:
+    """Add ``--imu-calibration``: the evaluators' emulated IMU calibration."""
+    parser.add_argument(
+        '--imu-calibration',
+        type=parse_calibration_residual,
+        default=None,
+        metavar='ACCEL_MG:GYRO_DEG_S',
+        help="'none' (the default: the filter starts at zero biases with the datasheet's "
+        'turn-on sigmas) or a calibrated IMU: the filter starts at the true turn-on biases '
+        'plus an error drawn with these residual sigmas, and is told them (e.g. 3:0.05).',
+    )
 
 
 class VoCache:
@@ -184,6 +235,7 @@ class FusedOdometryRun:
         *,
         robust_distance_sq: float | None = DEFAULT_ROBUST_DISTANCE_SQ,
         level_ground: LevelGroundPrior | None = DEFAULT_LEVEL_GROUND,
+        imu_calibration: ImuCalibration | None = None,
     ) -> None:
         self.sequence = sequence
         self.vo = vo
@@ -198,6 +250,7 @@ class FusedOdometryRun:
             noise,
             robust_distance_sq=robust_distance_sq,
             ground_prior=level_ground,
+            **(imu_calibration or ImuCalibration.uncalibrated(noise)).filter_keywords(),
         )
         self.fusion = DelayedPoseFusion(self.filter)
         self.poses = np.empty_like(truth)
