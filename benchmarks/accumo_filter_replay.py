@@ -12,6 +12,9 @@ a side-by-side comparison of the filter on the same schedules, not a rerun of th
 scheduler (whose choices would change with the filter). Prints each run's t_err and
 largest position error per setting, then per setting the mean, the median, the worst and
 the runs above 20 % and 10 %, overall and for the high/high rooms. Nothing is asserted.
+``--vo-prior`` is VO's (default ``motion``, the robot's; the tables measured before it was
+an option used ``gyro``), ``--imu-calibration`` the robot's IMU calibration (default none;
+``3:0.05`` emulates one to 3 mg and 0.05 °/s), ``--categories`` limits the rooms.
 
 Settings are ``NAME:ROBUST:TILT_DEG[:RECOVERY]`` (ROBUST 0 = no robust weight, TILT_DEG 0 =
 no level-ground prior, RECOVERY the refusals in a row before the filter reopens its
@@ -41,7 +44,11 @@ from accumo_ros.tools.odometry_eval import (
     SEGMENT_STEP,
     FusedOdometryRun,
     VoCache,
+    add_imu_calibration_argument,
+    add_vo_prior_argument,
+    emulated_calibration,
     imu_noise_of,
+    vo_prior_flags,
 )
 
 ODOMETRY_CODES = (1, 2)  # the evaluator's per-frame record: 1 odometry, 2 both tasks
@@ -67,25 +74,45 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--latency', type=int, default=14, help='odometry latency, frames')
     parser.add_argument('--schedulers', default=DEFAULT_SCHEDULERS)
     parser.add_argument('--settings', default='before:0:0,level:0:1,robust:3:0,both:3:1')
+    parser.add_argument('--categories', default='', help='comma-separated; default all rooms')
+    add_vo_prior_argument(parser)
+    add_imu_calibration_argument(parser)
     args = parser.parse_args(argv)
+    categories = set(filter(None, args.categories.split(',')))
     datasets = dict(item.split('=', 1) for item in args.datasets)
     settings = [parse_setting(text) for text in args.settings.split(',')]
     schedulers = set(args.schedulers.split(','))
-    print(f'odometry latency {args.latency} frames; settings: {args.settings}')
+    print(
+        f'odometry latency {args.latency} frames; settings: {args.settings}; VO prior '
+        f'{args.vo_prior}; IMU calibration {args.imu_calibration or "none"} (m/s², rad/s)'
+    )
     errors: dict[str, list[tuple[str, float]]] = defaultdict(list)
     for item in args.runs:
         name, directory = item.split('=', 1)
         runs = json.loads((Path(directory) / 'runs.json').read_text())['runs']
-        for sequence_name in sorted({r['sequence'] for r in runs}):
+        names = {r['sequence'] for r in runs if not categories or r['category'] in categories}
+        for sequence_name in sorted(names):
             sequence = read_sequence_bag(Path(datasets[name]) / sequence_name)
             server = np.load(Path(directory) / 'cache' / f'{sequence_name}.npz')['server']
             truth = sequence.frame_poses()
-            vo = VoCache(sequence, lambda _s, index, maps=server: maps[index])
+            vo = VoCache(
+                sequence,
+                lambda _s, index, maps=server: maps[index],
+                **vo_prior_flags(args.vo_prior),
+            )
+            calibration = (
+                None
+                if args.imu_calibration is None
+                else emulated_calibration(sequence, *args.imu_calibration)
+            )
             for run in runs:
                 if run['sequence'] != sequence_name or run['scheduler'] not in schedulers:
                     continue
                 offloads = np.flatnonzero(np.isin(run['offloaded'], ODOMETRY_CODES))
-                line = f'{name} {sequence_name:12s} {run["scheduler"]:8s} {run["weights"]!s:11s}'
+                line = (
+                    f'{name} {sequence_name:12s} {run["scheduler"]:8s} {run["weights"]!s:11s} '
+                    f'phase {run.get("phase", 0):2d}'
+                )
                 for setting, robust, prior, rejections in settings:
                     replay = FusedOdometryRun(
                         sequence,
@@ -96,6 +123,7 @@ def main(argv: list[str] | None = None) -> int:
                         KeyframePolicy(),
                         robust_distance_sq=robust,
                         level_ground=prior,
+                        imu_calibration=calibration,
                     )
                     replay.filter.max_consecutive_rejections = rejections
                     replay.run_to(len(truth))
