@@ -118,3 +118,35 @@ def test_the_gain_over_rr_la_splits_into_depth_and_odometry(tmp_path: Path) -> N
     # of +12.5 % from depth and -12.5 % from odometry. AccuMO's phases cost 0.075 and 0.085.
     row = '| 1:1 | s1 | +0.0 % | +12.5 % | -12.5 % | 0.0 % | 12.5 % |'
     assert row in output
+
+
+def test_the_static_ratios_with_the_local_algorithm(tmp_path: Path) -> None:
+    """With wrr:X:Y+la runs, AccuMO against each and against the best per set."""
+    first = _write(
+        tmp_path / 's1.json',
+        [
+            _run('accumo', 0.09, (1.0, 1.0)),
+            _run('rr', 0.20),
+            _run('rr+la', 0.10),
+            _run('wrr:2:1+la', 0.08),
+        ],
+    )
+    second = _write(
+        tmp_path / 's2.json',
+        [
+            _run('accumo', 0.10, (1.0, 1.0)),
+            _run('rr', 0.20),
+            _run('rr+la', 0.08),
+            _run('wrr:2:1+la', 0.125),
+        ],
+    )
+    output = _summary(f'16mbit=s1={first}', f'16mbit=s2={second}')
+    # RR + LA: +10 % on s1, -25 % on s2; WRR 2:1 + LA: -12.5 % and +20 %; the best per set is
+    # WRR 2:1 + LA on s1 (-12.5 %) and RR + LA on s2 (-25 %).
+    row = (
+        '| 1:1 | -7.5 % (-25.0 .. +10.0) | +3.8 % (-12.5 .. +20.0) | -18.8 % (-25.0 .. -12.5) '
+        '| wrr:2:1+la, rr+la |'
+    )
+    assert row in output
+    plain = _write(tmp_path / 'plain.json', [_run('accumo', 0.1, (1.0, 1.0)), _run('rr', 0.2)])
+    assert 'static schedules with its local algorithm' not in _summary(f'16mbit=s1={plain}')
