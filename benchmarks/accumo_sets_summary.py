@@ -145,11 +145,18 @@ def _parts_table(sets: dict[str, list[dict]], weights: list[tuple[float, float]]
             )
 
 
+def _depth_share(scheduler: str) -> float:
+    """Depth offloads per odometry offload of a static ratio (``wrr:3:1+la``: 3; RR: 1)."""
+    parts = scheduler.removesuffix('+la').split(':')
+    return float(parts[1]) / float(parts[2]) if parts[0] == 'wrr' else 1.0
+
+
 def _local_statics_table(sets: dict[str, list[dict]], weights: list[tuple[float, float]]) -> None:
     """Print AccuMO against every static ratio that ran with the local algorithm."""
     names = sorted(
         {r['scheduler'] for runs in sets.values() for r in runs if r['scheduler'].endswith('+la')},
-        key=lambda name: (name != 'rr+la', name),
+        key=_depth_share,
+        reverse=True,
     )
     print(
         '\nAccuMO against the static schedules with its local algorithm: the mean gain over '

@@ -144,7 +144,7 @@ def test_the_static_ratios_with_the_local_algorithm(tmp_path: Path) -> None:
     # RR + LA: +10 % on s1, -25 % on s2; WRR 2:1 + LA: -12.5 % and +20 %; the best per set is
     # WRR 2:1 + LA on s1 (-12.5 %) and RR + LA on s2 (-25 %).
     row = (
-        '| 1:1 | -7.5 % (-25.0 .. +10.0) | +3.8 % (-12.5 .. +20.0) | -18.8 % (-25.0 .. -12.5) '
+        '| 1:1 | +3.8 % (-12.5 .. +20.0) | -7.5 % (-25.0 .. +10.0) | -18.8 % (-25.0 .. -12.5) '
         '| wrr:2:1+la, rr+la |'
     )
     assert row in output
