@@ -10,11 +10,15 @@ nothing: Ctrl-C in a terminal reaches every process of the group and ``ros2 laun
 sends its own SIGINT, and that second one must not interrupt the first one's clean-up with
 a ``KeyboardInterrupt``. Work that cannot be interrupted (a model running on a worker
 thread) is not waited for past the budget, and the process ends with ``os._exit`` after
-its orderly shutdown (see :func:`finish_process`).
+its orderly shutdown (see :func:`finish_process`). A clean-up stuck in native code that
+holds the GIL (no Python runs then: neither the watchdog nor a later SIGTERM's handler) is
+ended after :data:`HARD_LIMIT_S` by faulthandler's own thread, with every thread's
+traceback on stderr and exit code 1, before ``ros2 launch`` escalates.
 """
 
 from __future__ import annotations
 
+import faulthandler
 import logging
 import os
 import signal
@@ -35,6 +39,9 @@ from rclpy.signals import SignalHandlerOptions
 SHUTDOWN_BUDGET_S = 1.5
 # A clean-up still running this long after the signal is cut short (a hard bound).
 WATCHDOG_S = 1.8
+# Past this, a stop that has not ended is stuck without the GIL to run Python: the process
+# ends from faulthandler's native thread (exit code 1). Below ros2 launch's 5 s to SIGTERM.
+HARD_LIMIT_S = 3.5
 # How often the spin loop looks at the stop request.
 _SPIN_PERIOD_S = 0.1
 # After one signal, how long a finished node waits for the second one (see finish_process).
@@ -74,6 +81,11 @@ class StopRequest:
             watchdog = threading.Timer(WATCHDOG_S, self._cut_short)
             watchdog.daemon = True
             watchdog.start()
+            # The watchdog needs the GIL; this one does not.
+            try:
+                faulthandler.dump_traceback_later(HARD_LIMIT_S, exit=True)
+            except (AttributeError, RuntimeError, ValueError, OSError):
+                pass  # no usable stderr to write the tracebacks to: the watchdog only
         self._event.set()
 
     def _cut_short(self) -> None:

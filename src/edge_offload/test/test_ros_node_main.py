@@ -70,3 +70,51 @@ def test_sigterm_is_a_stop_request_too(ros_domain_id):
     output, _ = process.communicate(timeout=30.0)
     assert process.returncode == 0, f'exit code {process.returncode}:\n{output}'
     assert 'released' in output, output
+
+
+# A clean-up stuck in native code that keeps the GIL (ctypes.PyDLL does not release it), as
+# a DDS teardown that never returns would: no Python thread runs again in this process.
+_STUCK_NODE = textwrap.dedent(
+    """
+    import ctypes, sys
+    from rclpy.node import Node
+    from edge_offload.ros_node_main import run_node
+
+    class Stuck(Node):
+        def __init__(self):
+            super().__init__('stuck_node')
+            print('ready', flush=True)
+
+    def release(node):
+        print('releasing', flush=True)
+        ctypes.PyDLL(None).sleep(600)
+
+    sys.exit(run_node(Stuck, 'stuck_node', release=release))
+    """
+)
+
+
+def test_a_cleanup_stuck_holding_the_gil_ends_with_tracebacks_before_launch_escalates(
+    ros_domain_id,
+):
+    from edge_offload.ros_node_main import HARD_LIMIT_S
+
+    process = subprocess.Popen(
+        [sys.executable, '-c', _STUCK_NODE],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    assert process.stdout.readline().strip() == 'ready'
+    process.send_signal(signal.SIGINT)
+    try:
+        output, _ = process.communicate(timeout=10 * HARD_LIMIT_S)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        output, _ = process.communicate()
+        pytest.fail(f'still running {10 * HARD_LIMIT_S} s after SIGINT:\n{output}')
+    # Ended by faulthandler's thread: exit code 1 and where every thread was stuck.
+    assert process.returncode == 1, f'exit code {process.returncode}:\n{output}'
+    assert 'releasing' in output, output
+    assert 'Timeout (0:00:03.5' in output, output
+    assert 'in release' in output, output
