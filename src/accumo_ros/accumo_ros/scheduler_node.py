@@ -464,6 +464,11 @@ class AccumoSchedulerNode(Node):
             try:
                 self._drain()
             except Exception as error:  # noqa: BLE001 - keep the robot running, say why
+                if self._stop.is_set():
+                    # Shutdown destroyed the publishers under a frame that outlived the
+                    # worker's join: that frame is abandoned, nothing failed.
+                    self.get_logger().debug(f'frame abandoned at shutdown: {error!r}')
+                    return
                 self.counts['worker_errors'] += 1
                 self.get_logger().error(f'frame processing failed: {error!r}')
 
