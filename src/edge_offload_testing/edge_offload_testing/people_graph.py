@@ -79,6 +79,17 @@ class GraphWatcher:
     def _on_depth(self, _message: Image) -> None:
         self.depth_frames += 1
 
+    def received(self) -> str:
+        """Return how much of each output has arrived so far (for a failure's message)."""
+        modes = sorted({p.offload_mode for p in self.people})
+        return (
+            f'{len(self.people)} people messages (modes {modes}), {self.depth_frames} depth maps, '
+            f'{len(self.odometry)} odometry, {len(self.clouds)} clouds, {len(self.tracks)} '
+            f'tracks, {len(self.links)} link states (connected: '
+            f'{sum(link.connected for link in self.links)}), {len(self.commands)} commands, '
+            f'follower states {self.states[-3:]}'
+        )
+
     def missing(self) -> list[str]:
         """Return what the graph has not shown yet (empty when it all works)."""
         checks = {

@@ -16,6 +16,7 @@ every process exited cleanly and the bag of the run was written.
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 import time
 import unittest
@@ -74,11 +75,15 @@ class TestGraphRuns(unittest.TestCase):
         rclpy.shutdown()
 
     def test_graph_detects_tracks_and_holds_the_robot_still(self) -> None:
-        deadline = time.monotonic() + 240.0
+        # The graph shows everything in about 10 s; the wait and the shutdown stay well inside
+        # the runner's time limit, so a failure reports what was missing.
+        deadline = time.monotonic() + 150.0
         while self.watcher.missing() and time.monotonic() < deadline:
             rclpy.spin_once(self.node, timeout_sec=0.1)
         missing = self.watcher.missing()
-        assert missing == [], f'the graph has not shown: {missing}'
+        assert missing == [], (
+            f'the graph has not shown: {missing}; received {self.watcher.received()}'
+        )
         commands = self.watcher.commands
         assert self.watcher.robot_stayed_still(), f'the robot was told to move: {commands[-5:]}'
 
@@ -94,3 +99,5 @@ class TestGraphShutdown(unittest.TestCase):
         written = sorted(path.name for path in directory.iterdir())
         assert (directory / 'run' / 'metadata.yaml').is_file(), f'{directory}: {written}'
         assert (directory / 'run.metrics.json').is_file(), f'{directory}: {written}'
+        # Checked: the bag (over 100 MB of camera frames) goes; a failed run's stays.
+        shutil.rmtree(directory)

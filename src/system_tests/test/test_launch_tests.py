@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
@@ -21,6 +22,8 @@ import pytest
 
 from edge_offload_testing.ros2_cli import require_ros2_cli
 
+# Inside pytest's own limit (pyproject.toml), so that a hung launch test is reported here.
+LAUNCH_TEST_TIMEOUT_S = 270
 LAUNCH_TESTS = sorted(Path(__file__).parent.glob('test_*_launch.py'))
 
 
@@ -35,8 +38,12 @@ def test_there_are_launch_tests():
 def test_launch_test_passes(path, ros_domain_id, tmp_path):
     require_ros2_cli()
     report = tmp_path / 'junit.xml'
-    environment = dict(os.environ, ROS_LOG_DIR=str(tmp_path / 'ros_log'))
-    result = subprocess.run(
+    # The launch test's own temporary files (keys, the kapao test's bag of over 100 MB)
+    # go under pytest's tmp_path, which pytest prunes, not into /tmp for good.
+    environment = dict(os.environ, ROS_LOG_DIR=str(tmp_path / 'ros_log'), TMPDIR=str(tmp_path))
+    # A session of its own: on a timeout its nodes go with it instead of living on as
+    # orphans that publish into the next test's graph.
+    process = subprocess.Popen(
         [
             shutil.which('launch_test'),
             str(path),
@@ -49,11 +56,20 @@ def test_launch_test_passes(path, ros_domain_id, tmp_path):
         stderr=subprocess.STDOUT,
         text=True,
         env=environment,
-        timeout=540,
-        check=False,
+        start_new_session=True,
     )
-    output = result.stdout[-6000:]
-    assert result.returncode == 0, f'launch_test {path.name} exited {result.returncode}:\n{output}'
+    try:
+        stdout, _ = process.communicate(timeout=LAUNCH_TEST_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        stdout, _ = process.communicate(timeout=30)
+        pytest.fail(
+            f'launch_test {path.name} still running after {LAUNCH_TEST_TIMEOUT_S} s:\n'
+            f'{stdout[-6000:]}'
+        )
+    output = stdout[-6000:]
+    code = process.returncode
+    assert code == 0, f'launch_test {path.name} exited {code}:\n{output}'
     assert report.is_file(), f'no JUnit report from launch_test:\n{output}'
     # The report launch_test just wrote here, not outside data.
     cases = ElementTree.parse(report).getroot().iter('testcase')  # noqa: S314
