@@ -17,6 +17,8 @@ import time
 
 import pytest
 
+from edge_offload.ros_node_main import HARD_LIMIT_S
+
 # A plain node with a busy non-daemon worker (as a thread pool running a model would be),
 # run through run_node as the suite's nodes are.
 _NODE = textwrap.dedent(
@@ -40,9 +42,9 @@ _NODE = textwrap.dedent(
 )
 
 
-def _start() -> subprocess.Popen:
+def _start(source: str = _NODE) -> subprocess.Popen:
     process = subprocess.Popen(
-        [sys.executable, '-c', _NODE],
+        [sys.executable, '-c', source],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -97,15 +99,7 @@ _STUCK_NODE = textwrap.dedent(
 def test_a_cleanup_stuck_holding_the_gil_ends_with_tracebacks_before_launch_escalates(
     ros_domain_id,
 ):
-    from edge_offload.ros_node_main import HARD_LIMIT_S
-
-    process = subprocess.Popen(
-        [sys.executable, '-c', _STUCK_NODE],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    assert process.stdout.readline().strip() == 'ready'
+    process = _start(_STUCK_NODE)
     process.send_signal(signal.SIGINT)
     try:
         output, _ = process.communicate(timeout=10 * HARD_LIMIT_S)
@@ -116,5 +110,5 @@ def test_a_cleanup_stuck_holding_the_gil_ends_with_tracebacks_before_launch_esca
     # Ended by faulthandler's thread: exit code 1 and where every thread was stuck.
     assert process.returncode == 1, f'exit code {process.returncode}:\n{output}'
     assert 'releasing' in output, output
-    assert 'Timeout (0:00:03.5' in output, output
+    assert 'Timeout (0:00:0' in output, output  # faulthandler's heading
     assert 'in release' in output, output
