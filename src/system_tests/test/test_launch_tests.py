@@ -67,6 +67,9 @@ def test_launch_test_passes(path, ros_domain_id, tmp_path):
             f'launch_test {path.name} still running after {LAUNCH_TEST_TIMEOUT_S} s:\n'
             f'{stdout[-6000:]}'
         )
+    finally:
+        if process.poll() is None:  # interrupted (Ctrl-C, pytest-timeout): take it all down
+            os.killpg(process.pid, signal.SIGKILL)
     output = stdout[-6000:]
     code = process.returncode
     assert code == 0, f'launch_test {path.name} exited {code}:\n{output}'
