@@ -20,6 +20,7 @@ LAYERS = {
     'lopinfer_ros': 1,
     'accumo_ros': 2,
     'people_following': 3,
+    'arise_ros': 3,
 }
 TEST_HARNESS = 'edge_offload_testing'
 

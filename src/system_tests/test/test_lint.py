@@ -64,6 +64,7 @@ def test_workspace_has_the_designed_packages():
         'lopinfer_ros',
         'accumo_ros',
         'people_following',
+        'arise_ros',
         'bringup',
         'system_tests',
     }

@@ -1,0 +1,105 @@
+# Copyright 2026 The edge_offload authors
+# SPDX-License-Identifier: Apache-2.0
+"""ARISE's accuracy estimator (dissertation §3.4.3) and the SLA arithmetic built on it.
+
+The accuracy drop of a locally tracked result grows linearly with the tracking stride (the
+frames between the result's source frame and the frame it is used on), with a slope, the
+*drop rate*, that changes slowly with the scene. A client measures the slope whenever it
+holds two results for the same frame (Fig. 3.9): the one tracked from the previous offload
+and the one the server returns for this frame. The drop between them divided by the stride
+is the rate. Everything else is arithmetic on that rate.
+
+An SLA is an accuracy drop relative to the *reference setup*: the same client with a
+dedicated server, batch size 1 and no queueing, offloading every ``reference_interval``
+frames.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+
+class DropRateEstimator:
+    """Online estimate of a client's accuracy drop rate (drop per frame of stride).
+
+    ``smoothing`` is the weight of the newest measurement. 1.0 (the default) keeps only the
+    latest, which is what the dissertation does (the rate of the last server-returned frame
+    stands for the current one); lower values trade reaction time for less noise.
+    """
+
+    def __init__(self, smoothing: float = 1.0, initial_rate: float | None = None) -> None:
+        if not 0.0 < smoothing <= 1.0:
+            raise ValueError(f'smoothing must be in (0, 1], got {smoothing}')
+        if initial_rate is not None and not (math.isfinite(initial_rate) and initial_rate >= 0):
+            raise ValueError(f'initial_rate must be a finite rate >= 0, got {initial_rate}')
+        self._smoothing = smoothing
+        self._rate = initial_rate
+        self._samples = 0
+
+    @property
+    def rate(self) -> float | None:
+        """Return the current estimate, or None before the first measurement."""
+        return self._rate
+
+    @property
+    def samples(self) -> int:
+        return self._samples
+
+    def observe(self, drop: float, stride: int) -> float:
+        """Record the drop between the tracked and the offloaded result of one frame.
+
+        ``drop`` is the task metric of the tracked result measured against the offloaded one
+        (AbsRel of the warped depth map against the server's map of the same frame, for
+        depth); ``stride`` is how many frames the tracked result was carried. Returns the
+        updated rate.
+        """
+        if stride < 1:
+            raise ValueError(f'a tracking stride is at least 1 frame, got {stride}')
+        if not math.isfinite(drop) or drop < 0.0:
+            raise ValueError(f'an accuracy drop is a finite value >= 0, got {drop}')
+        measured = drop / stride
+        if self._rate is None:
+            self._rate = measured
+        else:
+            self._rate += self._smoothing * (measured - self._rate)
+        self._samples += 1
+        return self._rate
+
+
+def mean_stride(e2e_frames: int, interval: int) -> float:
+    """Return the mean tracking stride of a regular schedule.
+
+    Offloading every ``interval`` frames with results back after ``e2e_frames``, the frames
+    that use one result have strides ``e2e .. e2e + interval - 1``.
+    """
+    return e2e_frames + (interval - 1) / 2.0
+
+
+@dataclass(frozen=True)
+class Reference:
+    """The reference setup an SLA is measured against, for one client."""
+
+    e2e_frames: int
+    interval: int = 1
+
+    def drop(self, rate: float) -> float:
+        return rate * mean_stride(self.e2e_frames, self.interval)
+
+
+def frames_for(seconds: float, fps: float) -> int:
+    """Return the whole frames a result that takes ``seconds`` is late by (at least 1)."""
+    # A result that lands on a frame boundary is usable on that frame: round first so that
+    # 0.1 s at 30 fps is 3 frames, not 4 from 3.0000000000000004.
+    return max(1, math.ceil(round(seconds * fps, 9)))
+
+
+def regular_schedule_drop(
+    rate: float, e2e_frames: int, interval: int, reference: Reference
+) -> float:
+    """Return the SLA drop of offloading every ``interval`` frames with ``e2e_frames`` latency.
+
+    The left side of the dissertation's constraint:
+    ``(1/oi) Σ_{s=e2e}^{e2e+oi-1} dacc_s - dacc_ref`` with ``dacc_s = rate · s``.
+    """
+    return rate * mean_stride(e2e_frames, interval) - reference.drop(rate)
