@@ -121,6 +121,10 @@ class ServerDepth(nn.Module):
     def forward(self, image: torch.Tensor) -> torch.Tensor:
         return torch.from_numpy(self.net.predict(_rgb(image)))
 
+    def forward_batch(self, images: torch.Tensor) -> torch.Tensor:
+        """Depth of N images (N, 3, H, W) uint8 in one pass: (N, H, W) metres."""
+        return torch.from_numpy(self.net.predict(np.ascontiguousarray(images.permute(0, 2, 3, 1))))
+
 
 class ServerOdometry(nn.Module):
     """Frame-pair VO, scaled by the server depth of the first frame."""

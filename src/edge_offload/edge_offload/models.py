@@ -184,6 +184,71 @@ class LoadedModel:
             for name, tensor in zip(self.spec.outputs, result, strict=True)
         }
 
+    @property
+    def batchable(self) -> bool:
+        """Whether several requests run as one batch (False: ``run_batch`` runs them in turn).
+
+        True when every input takes any leading size, or when the module says how to run a
+        batch (``forward_batch``: inputs stacked on a new leading dimension of the
+        per-request leading size 1, outputs with the batch as their leading dimension).
+        """
+        return self._stacks_inputs or hasattr(self.module, 'forward_batch')
+
+    @property
+    def _stacks_inputs(self) -> bool:
+        return all(spec.shape and spec.shape[0] is None for spec in self.spec.inputs.values())
+
+    def run_batch(
+        self, requests: Sequence[Mapping[str, torch.Tensor]]
+    ) -> list[dict[str, torch.Tensor] | InvalidInputError]:
+        """Run several requests together and return each one's outputs, in order.
+
+        Each request is validated on its own: one that does not fit gets its
+        ``InvalidInputError`` in its place and the others still run. Requests whose inputs
+        differ in shape run as separate batches. A batched result equals the request's own
+        result within floating-point tolerance (the same weights, in eval mode).
+        """
+        answers: list[dict[str, torch.Tensor] | InvalidInputError | None] = [None] * len(requests)
+        groups: dict[tuple, list[int]] = {}
+        for index, inputs in enumerate(requests):
+            try:
+                self.validate(inputs)
+            except InvalidInputError as error:
+                answers[index] = error
+                continue
+            signature = tuple(tuple(inputs[name].shape) for name in self.spec.inputs)
+            groups.setdefault(signature, []).append(index)
+        for indices in groups.values():
+            if len(indices) == 1 or not self.batchable:
+                for index in indices:
+                    answers[index] = self(requests[index])
+                continue
+            stacked = [
+                torch.cat([requests[index][name] for index in indices])
+                for name in self.spec.inputs
+            ]
+            with torch.inference_mode():
+                if self._stacks_inputs:
+                    result = self.module(*stacked)
+                else:
+                    result = self.module.forward_batch(*stacked)
+            if isinstance(result, torch.Tensor):
+                result = (result,)
+            for name, tensor in zip(self.spec.outputs, result, strict=True):
+                if tensor.shape[0] != len(indices):
+                    raise RuntimeError(
+                        f'model {self.spec.name!r} returned {tensor.shape[0]} rows of '
+                        f'{name!r} for a batch of {len(indices)}'
+                    )
+            for row, index in enumerate(indices):
+                answers[index] = {
+                    name: (tensor[row : row + 1] if self._stacks_inputs else tensor[row])
+                    .clone()
+                    .contiguous()
+                    for name, tensor in zip(self.spec.outputs, result, strict=True)
+                }
+        return answers  # type: ignore[return-value]
+
 
 def available_models() -> dict[str, Callable[[], ModelSpec]]:
     """Return the registered model factories by name."""
