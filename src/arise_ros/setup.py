@@ -21,4 +21,8 @@ setup(
     description='ARISE: serving many robots from one edge server under accuracy SLAs.',
     license='Apache-2.0',
     extras_require={'test': ['pytest']},
+    entry_points={
+        'console_scripts': ['arise_emulated_robot = arise_ros.emulated_robot:main'],
+        'edge_offload.server_modes': ['arise = arise_ros.server_mode:AriseServerMode'],
+    },
 )

@@ -63,6 +63,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+import yaml
 import zmq
 from zmq.auth.thread import ThreadAuthenticator
 from zmq.utils.monitor import recv_monitor_message
@@ -105,6 +106,9 @@ class ServerConfig:
     server_id: str = 'edge_server'
     models: list[str] = field(default_factory=lambda: ['tiny_cnn'])
     modes: list[str] = field(default_factory=lambda: ['nnto'])
+    # Settings of server modes, by mode name (e.g. ``{'arise': {'policy': 'planned'}}``);
+    # each mode validates its own.
+    mode_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     security: str = 'curve'
     allow_plaintext: bool = False
     secret_key_file: str = '~/.local/share/edge_offload/keys/server.key_secret'  # noqa: S105
@@ -128,6 +132,9 @@ class ServerConfig:
         validate_transport(self.endpoint, self.security, self.allow_plaintext)
         if not self.models:
             raise ValueError('models must name at least one model')
+        stray = sorted(set(self.mode_options) - set(self.modes))
+        if stray:
+            raise ValueError(f'mode_options for modes this server does not serve: {stray}')
         for name in (
             'max_clients',
             'max_sessions_per_key',
@@ -157,6 +164,15 @@ class ServerConfig:
     def from_mapping(cls, values: dict[str, Any]) -> ServerConfig:
         """Build a config from a parameter map; unknown keys are an error."""
         known = {item.name for item in fields(cls)}
+        values = dict(values)
+        # ``<mode>.<option>`` (as ROS parameters name them) goes to that mode's options.
+        modes = values.get('modes', cls().modes)
+        options = {name: dict(opts) for name, opts in values.pop('mode_options', {}).items()}
+        for key in [key for key in values if '.' in key]:
+            mode, _, option = key.partition('.')
+            if mode in modes and option:
+                options.setdefault(mode, {})[option] = values.pop(key)
+        values['mode_options'] = options
         unknown = sorted(set(values) - known)
         if unknown:
             raise ValueError(f'unknown edge server parameters: {unknown}')
@@ -273,9 +289,11 @@ class EdgeServer:
             torch.set_num_threads(config.torch_threads)
         self.models = ModelCache(allowed=set(config.models))
         self.models.preload(config.models)  # unknown model names fail here, at configure
-        mode_context = ServerModeContext(models=self.models, logger=_logger)
         self._modes: dict[str, ServerMode] = {}
         for name in config.modes:
+            mode_context = ServerModeContext(
+                models=self.models, logger=_logger, options=dict(config.mode_options.get(name, {}))
+            )
             self._modes[name] = load_server_mode_class(name)(mode_context)
         self._key_pair = None
         if config.security == 'curve':
@@ -417,6 +435,11 @@ class EdgeServer:
             future.cancel()
         for session in sessions:
             self._close_session_states(session)
+        for mode in self._modes.values():
+            try:
+                mode.stop()
+            except Exception as error:  # noqa: BLE001 - one mode must not block the stop
+                self._log_failure(f'stopping mode {mode.name}', error)
         self._stop_auth()
         for sock in (self._wake_reader, self._wake_writer):
             if sock is not None:
@@ -1234,6 +1257,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--max-message-bytes', type=int)
     parser.add_argument('--handshake-timeout-s', type=float)
     parser.add_argument(
+        '--mode-option',
+        action='append',
+        default=[],
+        metavar='MODE.NAME=VALUE',
+        help='a server mode option, e.g. arise.policy=reactive (repeatable; YAML values)',
+    )
+    parser.add_argument(
         '--stats-period-s', type=float, default=0.0, help='log load and latency every N s'
     )
     parser.add_argument('--log-level', default='INFO')
@@ -1265,6 +1295,11 @@ def main(argv: list[str] | None = None) -> int:
             'handshake_timeout_s': args.handshake_timeout_s,
         }
         values.update({key: value for key, value in overrides.items() if value is not None})
+        for item in args.mode_option:
+            key, separator, text = item.partition('=')
+            if not separator or '.' not in key:
+                raise ValueError(f'--mode-option {item!r}: expected MODE.NAME=VALUE')
+            values[key] = yaml.safe_load(text)
         if args.allow_plaintext:
             values.update(security='plaintext', allow_plaintext=True)
         config = ServerConfig.from_mapping(values)

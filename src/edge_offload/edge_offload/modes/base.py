@@ -166,6 +166,8 @@ class ServerModeContext:
     logger: logging.Logger = field(
         default_factory=lambda: logging.getLogger('edge_offload.server')
     )
+    # This mode's settings (``ServerConfig.mode_options[name]``); the mode validates them.
+    options: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -234,6 +236,9 @@ class ServerMode(abc.ABC):
 
     def close_session(self, state: Any) -> None:  # noqa: B027 - optional hook
         """Release a session's state (client said bye, timed out or server stopped)."""
+
+    def stop(self) -> None:  # noqa: B027 - optional hook
+        """Stop the mode's own threads when the server stops (it may start again)."""
 
 
 def _load_class(group: str, name: str, base: type) -> type:

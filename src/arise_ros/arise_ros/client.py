@@ -1,0 +1,217 @@
+# Copyright 2026 The edge_offload authors
+# SPDX-License-Identifier: Apache-2.0
+"""The robot's half of ARISE: join a server, follow its plan, keep tracking in between.
+
+``AriseSession`` wraps an authenticated ``EdgeClient``. It joins with the robot's task and
+SLA, keeps the newest plan from a long poll on its own thread, says for each new frame
+whether the plan wants it (``wants``), sends it (``offload``, non-blocking) and reports the
+robot's drop rate. A robot that the server has not admitted, has evicted, or cannot reach
+runs locally; ``status`` says which, and ``on_status`` hears each change (the load balancer
+uses it to move the robot). Nothing here blocks the caller's frame loop.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from edge_offload.client import CallFuture, EdgeClient
+from edge_offload.errors import OffloadError
+
+MODE = 'arise'
+# Statuses in which the robot offloads nothing and runs its local model.
+LOCAL_STATUSES = frozenset({'new', 'waiting', 'evicted', 'refused', 'lost', 'left'})
+
+_logger = logging.getLogger('arise_ros.client')
+
+
+@dataclass
+class RobotTask:
+    """What a robot declares when it joins."""
+
+    name: str
+    fps: float
+    sla: float
+    uplink_s: float
+    downlink_s: float
+    drop_rate: float | None = None
+
+
+@dataclass
+class PlanView:
+    """The robot's copy of its newest plan."""
+
+    status: str = 'new'
+    seq: int = 0
+    interval: int = 0
+    batch_size: int = 0
+    frames: list[int] = field(default_factory=list)
+    estimated_drop: float = 0.0
+    sla: float = 0.0
+
+
+class AriseSession:
+    """One robot's membership of one ARISE server."""
+
+    def __init__(
+        self,
+        client: EdgeClient,
+        task: RobotTask,
+        on_status: Callable[[str, str], None] | None = None,
+        poll_timeout_s: float = 3.0,
+    ) -> None:
+        self._client = client
+        self.task = task
+        self._on_status = on_status
+        self._poll_timeout_s = poll_timeout_s
+        self._lock = threading.Lock()
+        self._plan = PlanView()
+        self._sent_up_to = -1
+        self._reason = ''
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    @property
+    def status(self) -> str:
+        with self._lock:
+            return self._plan.status
+
+    @property
+    def reason(self) -> str:
+        with self._lock:
+            return self._reason
+
+    def plan(self) -> PlanView:
+        with self._lock:
+            return PlanView(**{**self._plan.__dict__, 'frames': list(self._plan.frames)})
+
+    def join(self, frame_id_now: int, timeout_s: float = 5.0) -> str:
+        """Ask to be served; return ``waiting`` or ``refused`` (or ``lost``)."""
+        fields: dict[str, Any] = {
+            'name': self.task.name,
+            'fps': self.task.fps,
+            'sla': self.task.sla,
+            'frame_id': int(frame_id_now),
+            'uplink_s': self.task.uplink_s,
+            'downlink_s': self.task.downlink_s,
+        }
+        if self.task.drop_rate is not None:
+            fields['drop_rate'] = self.task.drop_rate
+        try:
+            reply = self._client.call(MODE, 'join', fields, timeout_s=timeout_s)
+        except OffloadError as error:
+            self._set_status('lost', f'join failed: {error}')
+            return 'lost'
+        status = reply.fields.get('status', 'refused')
+        self._set_status(status, str(reply.fields.get('reason', '')))
+        if status == 'waiting':
+            self._stop.clear()
+            self._thread = threading.Thread(target=self._poll_loop, name='arise-plan', daemon=True)
+            self._thread.start()
+        return status
+
+    def wants(self, frame_id: int) -> bool:
+        """Return whether the plan has this frame offloaded.
+
+        The first frame at or after each planned frame is sent, so that a frame the camera
+        skipped does not lose its slot.
+        """
+        with self._lock:
+            if self._plan.status != 'admitted':
+                return False
+            frames = self._plan.frames
+            index = bisect.bisect_right(frames, self._sent_up_to)
+            return index < len(frames) and frames[index] <= frame_id
+
+    def offload(
+        self,
+        frame_id: int,
+        tensors: Mapping[str, torch.Tensor],
+        drop_rate: float | None = None,
+        result_frame: int | None = None,
+    ) -> CallFuture | None:
+        """Send one frame; return the call's future, or None when it could not be sent."""
+        fields: dict[str, Any] = {'frame_id': int(frame_id)}
+        if drop_rate is not None:
+            fields['drop_rate'] = float(drop_rate)
+        if result_frame is not None:
+            fields['result_frame'] = int(result_frame)
+        with self._lock:
+            self._sent_up_to = max(self._sent_up_to, int(frame_id))
+        try:
+            return self._client.submit(MODE, 'infer', fields, tensors)
+        except OffloadError as error:
+            _logger.warning('%s: frame %d not sent: %s', self.task.name, frame_id, error)
+            return None
+
+    def report(self, drop_rate: float, result_frame: int | None = None) -> None:
+        """Tell the server the robot's drop rate (fire and forget)."""
+        fields: dict[str, Any] = {'drop_rate': float(drop_rate)}
+        if result_frame is not None:
+            fields['result_frame'] = int(result_frame)
+        try:
+            self._client.submit(MODE, 'report', fields)
+        except OffloadError:
+            pass  # the poll loop notices a lost server and says so
+
+    def leave(self) -> None:
+        self._stop.set()
+        try:
+            self._client.call(MODE, 'leave', {}, timeout_s=1.0)
+        except OffloadError:
+            pass
+        self._set_status('left', 'left')
+        if self._thread is not None:
+            self._thread.join(self._poll_timeout_s + 1.0)
+
+    # --- the plan's long poll -------------------------------------------------------------
+
+    def _poll_loop(self) -> None:
+        while not self._stop.is_set():
+            with self._lock:
+                after = self._plan.seq
+            try:
+                reply = self._client.call(
+                    MODE, 'plan', {'after': after}, timeout_s=self._poll_timeout_s
+                )
+            except OffloadError as error:
+                if self._stop.is_set():
+                    return
+                self._set_status('lost', f'no plan from the server: {error}')
+                return
+            self._apply(reply.fields)
+            if self.status in ('evicted', 'left'):
+                return
+
+    def _apply(self, fields: Mapping[str, Any]) -> None:
+        status = fields.get('status')
+        if not isinstance(status, str):
+            return
+        frames = fields.get('frames', [])
+        with self._lock:
+            self._plan = PlanView(
+                status=self._plan.status,  # _set_status below reports the change
+                seq=int(fields.get('seq', self._plan.seq)),
+                interval=int(fields.get('interval', 0)),
+                batch_size=int(fields.get('batch_size', 0)),
+                frames=sorted(int(f) for f in frames if isinstance(f, int)),
+                estimated_drop=float(fields.get('estimated_drop', 0.0)),
+                sla=float(fields.get('sla', self.task.sla)),
+            )
+        self._set_status(status, '')
+
+    def _set_status(self, status: str, reason: str) -> None:
+        with self._lock:
+            changed = status != self._plan.status
+            self._plan.status = status
+            self._reason = reason
+        if changed:
+            _logger.info('%s: ARISE status %s %s', self.task.name, status, reason)
+            if self._on_status is not None:
+                self._on_status(status, reason)

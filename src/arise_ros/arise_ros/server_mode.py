@@ -1,0 +1,432 @@
+# Copyright 2026 The edge_offload authors
+# SPDX-License-Identifier: Apache-2.0
+"""The ``arise`` server mode: the edge server's ARISE half.
+
+Registered under ``edge_offload.server_modes``, so an edge server serves it when ``arise`` is
+in its ``modes``; robots reach it through the authenticated edge protocol like every mode.
+Ops (CALL fields; numbers are plain msgpack values):
+
+* ``join`` ``{fps, sla, frame_id, uplink_s, downlink_s[, drop_rate, name]}``: ask to be
+  served. The robot waits for admission (next scheduler run); the reply says ``waiting``
+  or refuses with a reason (``full``: the waiting list is full).
+* ``plan`` ``{after}``: a long poll. Answers with the robot's newest plan once its sequence
+  is above ``after``: ``status`` (``admitted``, ``waiting``, ``evicted``, ``left``), ``seq``,
+  ``interval``, ``batch_size``, ``frames`` (the frame ids to offload, in order),
+  ``estimated_drop`` and ``sla``.
+* ``infer`` ``{frame_id[, drop_rate, result_frame]}`` with the model's input tensors: one
+  frame, run in the batch its plan put it in; the reply carries the model's outputs. The
+  optional fields update the robot's drop rate and the newest result it holds.
+* ``report`` ``{drop_rate[, result_frame]}``: the same update without a frame.
+* ``leave``: stop being served.
+
+A robot is its session: the scheduler's client id is the session id the server gave the
+authenticated connection, so no robot can act for another. Every 200 ms the scheduler
+plans the next second; the batch executor follows the plan.
+
+Options (``ServerConfig.mode_options['arise']``): ``model`` (default ``accumo_depth``),
+``max_batch`` (8), ``policy`` (``planned``; ``reactive`` is ARISE-α), ``period_s`` (0.2),
+``horizon_s`` (1.0), ``profile_file`` (a latency profile to load; empty: measured at
+start-up on ``profile_image`` (``[height, width]``, default ``[96, 128]``)), ``max_clients``
+(64, admitted and waiting together).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import math
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from arise_ros.batch_executor import BatchExecutor, ExecutorBusyError
+from arise_ros.latency_profile import (
+    BatchLatencyProfile,
+    ProfileError,
+    load_profile,
+    measure_profile,
+)
+from arise_ros.scheduler import AriseScheduler, ClientState, Plan, SchedulerConfig
+from edge_offload import protocol
+from edge_offload.models import InvalidInputError, UnknownModelError
+from edge_offload.modes.base import ServerCall, ServerMode, ServerModeContext, ServerReply
+
+OPTION_DEFAULTS: dict[str, Any] = {
+    'model': 'accumo_depth',
+    'max_batch': 8,
+    'policy': 'planned',
+    'period_s': 0.2,
+    'horizon_s': 1.0,
+    'profile_file': '',
+    'profile_image': [96, 128],
+    'max_clients': 64,
+}
+# Largest frame list a plan reply carries (a 1 s horizon at 240 fps, every frame).
+_MAX_PLAN_FRAMES = 240
+
+
+@dataclass
+class _Robot:
+    """One session's ARISE state on the server."""
+
+    client_id: str
+    name: str = ''
+    joined: bool = False
+    status: str = 'new'
+    seq: int = 0
+    reply: dict[str, Any] | None = None
+    poll: concurrent.futures.Future | None = None
+    poll_after: int = 0
+
+
+def _option(options: Mapping[str, Any], name: str) -> Any:
+    return options.get(name, OPTION_DEFAULTS[name])
+
+
+class AriseServerMode(ServerMode):
+    """Admit, plan and batch the depth requests of many robots."""
+
+    name = 'arise'
+
+    def __init__(self, context: ServerModeContext) -> None:
+        super().__init__(context)
+        options = dict(context.options)
+        unknown = sorted(set(options) - set(OPTION_DEFAULTS))
+        if unknown:
+            raise ValueError(f'unknown arise options: {unknown}; known: {sorted(OPTION_DEFAULTS)}')
+        self.model_name = str(_option(options, 'model'))
+        self.max_batch = int(_option(options, 'max_batch'))
+        self.policy = str(_option(options, 'policy'))
+        self.period_s = float(_option(options, 'period_s'))
+        self.max_clients = int(_option(options, 'max_clients'))
+        if self.policy not in ('planned', 'reactive'):
+            raise ValueError(f"arise policy must be 'planned' or 'reactive', not {self.policy!r}")
+        if not 1 <= self.max_batch <= 64 or not 0.01 <= self.period_s <= 5.0:
+            raise ValueError('arise max_batch must be 1..64 and period_s 0.01..5 s')
+        if self.max_clients < 1:
+            raise ValueError('arise max_clients must be at least 1')
+        try:
+            self.model = context.models.get(self.model_name)
+        except UnknownModelError as error:
+            raise ValueError(f'arise model: {error}') from None
+        self.profile = self._profile(options)
+        self.scheduler_config = SchedulerConfig(
+            horizon_s=float(_option(options, 'horizon_s')),
+            max_waiting=self.max_clients,
+        )
+        self._lock = threading.Lock()
+        self._robots: dict[str, _Robot] = {}
+        self._scheduler = AriseScheduler(
+            self.profile, self.scheduler_config, proactive=self.policy == 'planned'
+        )
+        self._executor: BatchExecutor | None = None
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        self.plan_times_s: list[float] = []
+
+    def _profile(self, options: Mapping[str, Any]) -> BatchLatencyProfile:
+        path = str(_option(options, 'profile_file'))
+        if path:
+            profile = load_profile(path)
+            if profile.max_batch < self.max_batch:
+                raise ProfileError(
+                    f'{path} has batch sizes up to {profile.max_batch}, fewer than max_batch '
+                    f'{self.max_batch}'
+                )
+            return BatchLatencyProfile(
+                profile.model,
+                {n: profile.latency(n) for n in range(1, self.max_batch + 1)},
+                profile.source,
+            )
+        height, width = (int(v) for v in _option(options, 'profile_image'))
+        examples = self.model.spec.example_inputs()
+        frame = {
+            name: torch.zeros((1, 3, height, width), dtype=tensor.dtype)
+            if tensor.dim() == 4
+            else tensor
+            for name, tensor in examples.items()
+        }
+
+        def run(size: int) -> None:
+            self.model.run_batch([frame] * size)
+
+        return measure_profile(
+            self.model_name,
+            run,
+            self.max_batch,
+            f'measured at start-up on this server, {height}x{width} frames, '
+            f'{torch.get_num_threads()} torch threads',
+            repeats=3,
+            warmup=1,
+        )
+
+    # --- the server's calls -------------------------------------------------------------
+
+    def open_session(self, session_id: str) -> _Robot:
+        return _Robot(session_id)
+
+    def close_session(self, state: _Robot) -> None:
+        with self._lock:
+            self._forget(state, 'left')
+
+    def call_batch(self, call: ServerCall) -> int:
+        return 1
+
+    def handle(self, state: _Robot, call: ServerCall) -> ServerReply | concurrent.futures.Future:
+        handler = {
+            'join': self._join,
+            'plan': self._plan,
+            'infer': self._infer,
+            'report': self._report,
+            'leave': self._leave,
+        }.get(call.op)
+        if handler is None:
+            raise protocol.ProtocolError(protocol.E_BAD_REQUEST, f'arise has no op {call.op!r}')
+        return handler(state, call)
+
+    def _join(self, robot: _Robot, call: ServerCall) -> ServerReply:
+        fields = call.fields
+        try:
+            client = ClientState(
+                robot.client_id,
+                fps=_number(fields, 'fps'),
+                sla=_number(fields, 'sla'),
+                uplink_s=_number(fields, 'uplink_s'),
+                downlink_s=_number(fields, 'downlink_s'),
+                frame_id_now=int(_number(fields, 'frame_id')),
+                now_s=time.monotonic(),
+                drop_rate=_optional_rate(fields),
+                arrival_window=self.scheduler_config.arrival_window,
+            )
+        except ValueError as error:
+            raise protocol.ProtocolError(protocol.E_BAD_REQUEST, f'arise join: {error}') from None
+        name = fields.get('name', '')
+        with self._lock:
+            if robot.joined:
+                raise protocol.ProtocolError(protocol.E_BAD_REQUEST, 'this session has joined')
+            if len(self._robots) >= self.max_clients or not self._scheduler.request_admission(
+                client
+            ):
+                return ServerReply(fields={'status': 'refused', 'reason': 'full'})
+            robot.joined = True
+            robot.status = 'waiting'
+            robot.name = name if isinstance(name, str) else ''
+            self._robots[robot.client_id] = robot
+            self._start()
+        return ServerReply(fields={'status': 'waiting'})
+
+    def _plan(self, robot: _Robot, call: ServerCall) -> ServerReply | concurrent.futures.Future:
+        after = call.fields.get('after', 0)
+        if not isinstance(after, int):
+            raise protocol.ProtocolError(protocol.E_BAD_REQUEST, 'arise plan: after is an int')
+        future: concurrent.futures.Future = concurrent.futures.Future()
+        with self._lock:
+            if not robot.joined:
+                raise protocol.ProtocolError(protocol.E_BAD_REQUEST, 'join before asking a plan')
+            if robot.reply is not None and robot.seq > after:
+                return ServerReply(fields=dict(robot.reply))
+            if robot.poll is not None:
+                _answer(robot.poll, robot.reply or {'status': robot.status, 'seq': robot.seq})
+            robot.poll, robot.poll_after = future, after
+        return future
+
+    def _infer(self, robot: _Robot, call: ServerCall) -> concurrent.futures.Future:
+        frame_id = call.fields.get('frame_id')
+        if not isinstance(frame_id, int):
+            raise protocol.ProtocolError(protocol.E_BAD_REQUEST, 'arise infer needs a frame_id')
+        self._update(robot, call.fields)
+        with self._lock:
+            client = self._scheduler.clients.get(robot.client_id)
+            if client is not None:
+                client.record_arrival(frame_id, time.monotonic())
+            executor = self._executor
+        if executor is None:
+            raise protocol.ProtocolError(protocol.E_BAD_REQUEST, 'join before sending frames')
+        try:
+            self.model.validate(call.tensors)
+        except InvalidInputError as error:
+            raise protocol.ProtocolError(protocol.E_INVALID_INPUT, str(error)) from None
+        try:
+            done = executor.submit(robot.client_id, frame_id, call.tensors)
+        except ExecutorBusyError as error:
+            raise protocol.ProtocolError(protocol.E_BUSY, str(error)) from None
+        reply: concurrent.futures.Future = concurrent.futures.Future()
+        started = time.monotonic()
+
+        def forward(result: concurrent.futures.Future) -> None:
+            if not reply.set_running_or_notify_cancel():
+                return
+            error = result.exception()
+            if error is not None:
+                reply.set_exception(error)
+                return
+            reply.set_result(
+                ServerReply(
+                    tensors=result.result(),
+                    fields={'frame_id': frame_id},
+                    compute_time_s=time.monotonic() - started,
+                    model=self.model_name,
+                )
+            )
+
+        done.add_done_callback(forward)
+        return reply
+
+    def _report(self, robot: _Robot, call: ServerCall) -> ServerReply:
+        self._update(robot, call.fields)
+        return ServerReply(fields={'status': robot.status})
+
+    def _leave(self, robot: _Robot, call: ServerCall) -> ServerReply:
+        with self._lock:
+            self._forget(robot, 'left')
+        return ServerReply(fields={'status': 'left'})
+
+    def _update(self, robot: _Robot, fields: Mapping[str, Any]) -> None:
+        rate = _optional_rate(fields)
+        result_frame = fields.get('result_frame')
+        with self._lock:
+            client = self._scheduler.clients.get(robot.client_id) or self._scheduler.waiting.get(
+                robot.client_id
+            )
+            if client is None:
+                return
+            if rate is not None:
+                client.drop_rate = rate
+            if isinstance(result_frame, int):
+                client.last_result_frame = result_frame
+
+    def _forget(self, robot: _Robot, status: str) -> None:
+        """Drop a robot from the scheduler (call with the lock held)."""
+        self._scheduler.remove(robot.client_id)
+        self._robots.pop(robot.client_id, None)
+        robot.joined = False
+        robot.status = status
+        if robot.poll is not None:
+            _answer(robot.poll, {'status': status, 'seq': robot.seq + 1})
+            robot.poll = None
+
+    # --- the scheduler's thread ---------------------------------------------------------
+
+    def _start(self) -> None:
+        """Start the executor and the scheduler thread (call with the lock held)."""
+        if self._thread is not None:
+            return
+        self._stop.clear()
+        self._executor = BatchExecutor(
+            self.model.run_batch,
+            self.max_batch,
+            self.policy,
+            max_pending=4 * self.max_clients,
+            profile=self.profile,
+            grace_fraction=self.scheduler_config.grace_fraction,
+        )
+        self._thread = threading.Thread(target=self._loop, name='arise-scheduler', daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        with self._lock:
+            thread, executor = self._thread, self._executor
+            self._thread = self._executor = None
+            self._stop.set()
+            for robot in list(self._robots.values()):
+                self._forget(robot, 'left')
+        if thread is not None:
+            thread.join(2.0)
+        if executor is not None:
+            executor.close()
+
+    def _loop(self) -> None:
+        next_run = time.monotonic()
+        while not self._stop.wait(max(0.0, next_run - time.monotonic())):
+            next_run += self.period_s
+            try:
+                self._run_once()
+            except Exception as error:  # noqa: BLE001 - the next run tries again
+                self.context.logger.error('arise scheduler run failed: %s', error)
+            next_run = max(next_run, time.monotonic())
+
+    def _run_once(self) -> None:
+        with self._lock:
+            started = time.perf_counter()
+            plan = self._scheduler.run(time.monotonic())
+            self.plan_times_s.append(time.perf_counter() - started)
+            del self.plan_times_s[:-1000]
+            executor = self._executor
+            for client_id in plan.evicted:
+                robot = self._robots.get(client_id)
+                if robot is not None:
+                    self.context.logger.info(
+                        'arise: evicted %s (%s): its SLA no longer fits', robot.name, client_id
+                    )
+                    self._publish(robot, {'status': 'evicted'})
+                    self._forget(robot, 'evicted')
+            for client_id, robot in self._robots.items():
+                if client_id in plan.clients:
+                    self._publish(robot, _plan_fields(plan, client_id))
+                else:
+                    self._publish(robot, {'status': 'waiting'})
+        if executor is not None:
+            executor.set_plan(plan.batches)
+
+    def _publish(self, robot: _Robot, fields: dict[str, Any]) -> None:
+        robot.seq += 1
+        robot.status = fields['status']
+        robot.reply = {**fields, 'seq': robot.seq}
+        if robot.poll is not None and robot.seq > robot.poll_after:
+            _answer(robot.poll, robot.reply)
+            robot.poll = None
+
+    def stats(self) -> dict[str, Any]:
+        """Return the executor's batch figures and the scheduler's run times."""
+        with self._lock:
+            executor = self._executor
+            times = sorted(self.plan_times_s)
+            clients = len(self._scheduler.clients)
+            waiting = len(self._scheduler.waiting)
+        result: dict[str, Any] = {'clients': clients, 'waiting': waiting}
+        if times:
+            result['plan_p50_ms'] = 1e3 * times[len(times) // 2]
+            result['plan_p99_ms'] = 1e3 * times[min(len(times) - 1, int(0.99 * len(times)))]
+        if executor is not None:
+            result['batches'] = executor.stats.batches
+            result['mean_batch_size'] = executor.stats.mean_batch_size
+            result['idle_fraction'] = executor.stats.idle_fraction(time.monotonic())
+        return result
+
+
+def _plan_fields(plan: Plan, client_id: str) -> dict[str, Any]:
+    own = plan.clients[client_id]
+    return {
+        'status': 'admitted',
+        'interval': own.interval,
+        'batch_size': own.batch_size,
+        'frames': [r.frame_id for r in own.requests][:_MAX_PLAN_FRAMES],
+        'estimated_drop': float(own.estimated_drop),
+        'sla': float(own.sla),
+    }
+
+
+def _answer(future: concurrent.futures.Future, fields: dict[str, Any]) -> None:
+    if future.set_running_or_notify_cancel():
+        future.set_result(ServerReply(fields=dict(fields)))
+
+
+def _number(fields: Mapping[str, Any], name: str) -> float:
+    value = fields.get(name)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f'{name} must be a number')
+    if not math.isfinite(value):
+        raise ValueError(f'{name} must be finite')
+    return float(value)
+
+
+def _optional_rate(fields: Mapping[str, Any]) -> float | None:
+    if 'drop_rate' not in fields:
+        return None
+    rate = _number(fields, 'drop_rate')
+    if rate < 0.0 or rate > 1.0:
+        raise protocol.ProtocolError(protocol.E_BAD_REQUEST, 'drop_rate must be in [0, 1]')
+    return rate

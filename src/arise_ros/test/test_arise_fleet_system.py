@@ -1,0 +1,110 @@
+# Copyright 2026 The edge_offload authors
+# SPDX-License-Identifier: Apache-2.0
+"""Several robot processes against one real edge server serving ARISE.
+
+The server runs as its own process with the ``arise`` mode and the trained server depth
+net; four emulated robots (``arise_emulated_robot``, each its own process and CURVE key)
+join over the authenticated protocol. ARISE admits them, plans their offloads and batches
+them; one robot's scene then changes so fast that no schedule meets its SLA, and ARISE
+evicts it. Every robot keeps getting results throughout: from the server while admitted,
+from its local model otherwise.
+"""
+
+import json
+import subprocess
+import sys
+
+from arise_ros.latency_profile import BatchLatencyProfile, save_profile
+from edge_offload_testing.offload import (
+    HeadlessServer,
+    authorize_robot,
+    make_test_keys,
+)
+
+
+def _robot(keys, secret, endpoint: str, name: str, summary, *extra: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [
+            sys.executable,
+            '-m',
+            'arise_ros.emulated_robot',
+            '--endpoint',
+            endpoint,
+            '--secret-key-file',
+            str(secret),
+            '--server-public-key-file',
+            str(keys.server_public),
+            '--name',
+            name,
+            '--fps',
+            '20',
+            '--sla',
+            '0.04',
+            '--duration-s',
+            '10',
+            '--summary',
+            str(summary),
+            *extra,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+def test_arise_admits_schedules_evicts_and_every_robot_keeps_getting_results(tmp_path):
+    keys = make_test_keys(tmp_path)
+    fleet = (
+        ('calm_0', ('--rate', '0.003')),
+        ('calm_1', ('--rate', '0.004')),
+        ('calm_2', ('--rate', '0.005')),
+        # at 4 s its scene changes faster than any schedule can follow (rate > SLA)
+        ('storm', ('--rate', '0.004', '--rate-change', '4:0.5')),
+    )
+    secrets = {name: authorize_robot(keys, name) for name, _ in fleet}
+    # The scheduler plans with this profile (a slower server than this machine's CPU, as
+    # a GPU server's measured profile would be loaded), so batches finish within their slots.
+    profile = tmp_path / 'profile.yaml'
+    save_profile(
+        BatchLatencyProfile('accumo_depth', {1: 0.05, 2: 0.06, 3: 0.07, 4: 0.08}, 'test'),
+        profile,
+    )
+    server = HeadlessServer(
+        keys,
+        ['accumo_depth'],
+        '--modes',
+        'nnto,arise',
+        '--mode-option',
+        'arise.max_batch=4',
+        '--mode-option',
+        f'arise.profile_file={profile}',
+    )
+    endpoint = f'tcp://127.0.0.1:{server.port}'
+    try:
+        robots = {
+            name: _robot(keys, secrets[name], endpoint, name, tmp_path / f'{name}.json', *extra)
+            for name, extra in fleet
+        }
+        outputs = {name: process.communicate(timeout=120)[0] for name, process in robots.items()}
+    finally:
+        server.stop()
+    summaries = {}
+    for name, process in robots.items():
+        assert process.returncode == 0, f'{name} failed:\n{outputs[name]}'
+        summaries[name] = json.loads((tmp_path / f'{name}.json').read_text())
+    for name, summary in summaries.items():
+        statuses = [status for _, status in summary['statuses']]
+        assert 'admitted' in statuses, f'{name} was never admitted: {summary}'
+        assert summary['server_results'] > 0, summary
+        assert summary['failed'] == 0, summary
+        # a result every frame: a tracked server result or the local model's
+        assert summary['longest_gap_s'] < 1.0, summary
+    storm = summaries['storm']
+    assert 'evicted' in [status for _, status in storm['statuses']], storm
+    evicted_at = next(t for t, status in storm['statuses'] if status == 'evicted')
+    assert evicted_at > 4.0
+    assert storm['local_frames'] > 20, 'after its eviction the robot runs locally'
+    for name in ('calm_0', 'calm_1', 'calm_2'):
+        statuses = [status for _, status in summaries[name]['statuses']]
+        assert 'evicted' not in statuses, summaries[name]
+        assert summaries[name]['mean_drop'] <= summaries[name]['sla'], summaries[name]

@@ -1,0 +1,87 @@
+# Copyright 2026 The edge_offload authors
+# SPDX-License-Identifier: Apache-2.0
+"""The ``arise`` server mode over the real protocol: bad calls get clear errors.
+
+An in-process edge server on loopback with CURVE keys, serving ``arise`` on ``tiny_cnn``.
+"""
+
+import time
+
+import pytest
+import torch
+
+from arise_ros.client import AriseSession, RobotTask
+from edge_offload.errors import ServerRejectedError
+from edge_offload_testing.offload import edge_client_for, loopback_edge_server, make_test_keys
+
+OPTIONS = {'model': 'tiny_cnn', 'profile_image': [64, 64], 'max_batch': 2, 'period_s': 0.05}
+JOIN = {'fps': 30.0, 'sla': 0.04, 'frame_id': 0, 'uplink_s': 0.004, 'downlink_s': 0.002}
+
+
+@pytest.fixture
+def served(tmp_path):
+    keys = make_test_keys(tmp_path)
+    server = loopback_edge_server(
+        keys, models=['tiny_cnn'], modes=['arise'], mode_options={'arise': dict(OPTIONS)}
+    )
+    endpoint = server.start()
+    client = edge_client_for(keys, endpoint)
+    assert client.wait_connected(10.0)
+    yield client
+    client.close()
+    server.stop()
+
+
+def _rejected(client, op: str, fields: dict, tensors=None) -> str:
+    with pytest.raises(ServerRejectedError) as caught:
+        client.call('arise', op, fields, tensors, timeout_s=5.0)
+    return str(caught.value)
+
+
+def test_calls_out_of_order_or_malformed_are_refused_with_the_reason(served):
+    assert 'join before sending frames' in _rejected(
+        served, 'infer', {'frame_id': 1}, {'image': torch.rand(1, 3, 64, 64)}
+    )
+    assert 'join before asking a plan' in _rejected(served, 'plan', {'after': 0})
+    assert 'fps must be a number' in _rejected(served, 'join', {**JOIN, 'fps': 'fast'})
+    assert 'fps must be > 0' in _rejected(served, 'join', {**JOIN, 'fps': -1.0})
+    assert 'no op' in _rejected(served, 'teleport', {})
+    assert served.call('arise', 'join', JOIN, timeout_s=5.0).fields['status'] == 'waiting'
+    assert 'has joined' in _rejected(served, 'join', JOIN)
+    assert 'drop_rate must be in [0, 1]' in _rejected(served, 'report', {'drop_rate': 3.0})
+    assert 'needs a frame_id' in _rejected(
+        served, 'infer', {}, {'image': torch.rand(1, 3, 64, 64)}
+    )
+    wrong = _rejected(served, 'infer', {'frame_id': 2}, {'image': torch.rand(1, 3, 32, 32)})
+    assert 'invalid_input' in wrong
+
+
+def test_a_robot_is_admitted_gets_a_plan_and_its_frames_back(served):
+    session = AriseSession(served, RobotTask('r', 30.0, 0.04, 0.004, 0.002, drop_rate=0.003))
+    assert session.join(0) == 'waiting'
+    for _ in range(200):
+        if session.status == 'admitted' and session.plan().frames:
+            break
+        time.sleep(0.05)
+    plan = session.plan()
+    assert session.status == 'admitted'
+    assert plan.frames == sorted(plan.frames)
+    frame = plan.frames[0]
+    assert session.wants(frame)
+    reply = session.offload(frame, {'image': torch.rand(1, 3, 64, 64)}, drop_rate=0.003).result(
+        5.0
+    )
+    assert reply.fields['frame_id'] == frame
+    assert reply.tensors['features'].shape == (1, 16)
+    session.leave()
+    assert session.status == 'left'
+
+
+def test_unknown_options_stop_the_server_at_configure(tmp_path):
+    keys = make_test_keys(tmp_path)
+    with pytest.raises(ValueError, match='unknown arise options'):
+        loopback_edge_server(
+            keys, models=['tiny_cnn'], modes=['arise'], mode_options={'arise': {'speed': 9}}
+        )
+    with pytest.raises(ValueError, match='does not serve'):
+        loopback_edge_server(keys, models=['tiny_cnn'], mode_options={'arise': {}})
