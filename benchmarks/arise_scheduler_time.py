@@ -18,12 +18,10 @@ import random
 import statistics
 import time
 
-from arise_ros.latency_profile import BatchLatencyProfile
+from arise_ros.latency_profile import gpu_like_profile
 from arise_ros.scheduler import AriseScheduler, ClientState, SchedulerConfig, plan_stats
 
-GPU_LIKE = BatchLatencyProfile(
-    'depth', {size: 0.007 + 0.003 * size for size in range(1, 17)}, 'GPU-like curve (7 + 3 bs ms)'
-)
+GPU_LIKE = gpu_like_profile()
 
 
 def _fleet(count: int, fps: float, seed: int) -> list[ClientState]:

@@ -91,6 +91,20 @@ class BatchLatencyProfile:
         return cls(str(data.get('model', '')), parsed, str(data.get('source', '')))
 
 
+def gpu_like_profile(max_batch: int = 16, model: str = 'depth') -> BatchLatencyProfile:
+    """Return a GPU-like curve, ``7 + 3·bs`` ms: batching amortises well.
+
+    The shape of the dissertation's Fig. 3.12 (amortised latency falling with the batch
+    size), not a measurement: for benchmarks on machines without a GPU, and said so in
+    the profile's ``source``.
+    """
+    return BatchLatencyProfile(
+        model,
+        {size: 0.007 + 0.003 * size for size in range(1, max_batch + 1)},
+        'GPU-like curve (7 + 3 bs ms)',
+    )
+
+
 def load_profile(path: str | Path) -> BatchLatencyProfile:
     """Read a profile written by ``save_profile`` (or by hand, in the same format)."""
     path = Path(path)

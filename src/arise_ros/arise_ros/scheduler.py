@@ -60,11 +60,14 @@ class SchedulerConfig:
     # Recent arrivals a client's clock offset is fitted from.
     arrival_window: int = 8
     max_admissions_per_run: int = 4
+    # After a newcomer did not fit, the next try waits this many runs (unless a robot left):
+    # the fleet rarely changes within a second, and each try costs a plan.
+    admission_retry_runs: int = 2
     max_waiting: int = 256
     # A client is admitted only if every client stays this fraction below its SLA, and
     # evicted only above it: without the gap, a server filled to the edge evicts someone
     # at the next run's smallest change.
-    admission_headroom: float = 0.05
+    admission_headroom: float = 0.1
     # Drop rate assumed for a client that has not measured one yet.
     default_drop_rate: float = 0.01
 
@@ -77,6 +80,8 @@ class SchedulerConfig:
             raise ValueError(f'grace_fraction must be in [0, 1], got {self.grace_fraction}')
         if self.max_interval < 1 or self.reference_interval < 1:
             raise ValueError('max_interval and reference_interval must be at least 1')
+        if self.admission_retry_runs < 0:
+            raise ValueError('admission_retry_runs must be >= 0')
         if self.arrival_window < 1 or self.max_admissions_per_run < 0 or self.max_waiting < 0:
             raise ValueError('arrival_window >= 1, max_admissions_per_run and max_waiting >= 0')
         if not 0.0 <= self.admission_headroom < 1.0:
@@ -230,10 +235,13 @@ def pseudo_optimal_settings(
     """
     rate = client.rate(config.default_drop_rate)
     reference = reference_for(client, profile, config.reference_interval)
+    # Aim where admission wants every robot to be, not at the SLA's edge: verify on a
+    # packed plan varies by several per cent around Step 1's regular schedule.
+    target = client.sla * (1.0 - config.admission_headroom)
     best: Settings | None = None
     for batch_size in range(1, profile.max_batch + 1):
         e2e = coordinated_e2e_frames(client, profile.latency(batch_size))
-        interval = _longest_interval(rate, e2e, client.sla, reference, config.max_interval)
+        interval = _longest_interval(rate, e2e, target, reference, config.max_interval)
         if interval < 1:
             continue
         capacity = profile.throughput(batch_size) / (client.fps / interval)
@@ -331,7 +339,10 @@ def adjust(
     * a client's frames strictly increase along the plan, and a frame the client cannot
       capture any more (before ``earliest``) is never planned; where that frame only arrives
       after ``t``, the batch starts when it arrives (less than a frame later);
-    * the next batch starts after this one's latency plus ``grace_fraction`` of it.
+    * the next batch starts after this one's latency plus ``grace_fraction`` of it;
+    * a batch starts at most one slot before its first request would arrive: the
+      pseudocode's ``t`` alone would pull requests of an underloaded server to the plan's
+      start, whatever their interval.
     """
     batches: list[Batch] = []
     previous = dict(last_frames)
@@ -356,8 +367,15 @@ def adjust(
             last = previous.get(request.client_id)
             floor = earliest[request.client_id]
             lowest[request.client_id] = floor if last is None else max(floor, last + 1)
+        latency = profile.latency(len(members))
+        slot = latency * (1.0 + grace_fraction)
+        # The batch moves its first request forward by at most one slot (Fig. 3.10: from 17
+        # to 15, one batch of 2 earlier). Further, on a server with room, every plan would
+        # pull each robot's next frame to the plan's start, and a robot planned every 30
+        # frames would send one every run.
         begin = max(
-            [time_s] + [clients[r.client_id].arrival_s(lowest[r.client_id]) for r in members]
+            [time_s, members[0].arrival_s - slot]
+            + [clients[r.client_id].arrival_s(lowest[r.client_id]) for r in members]
         )
         adjusted = []
         for request in members:
@@ -365,8 +383,6 @@ def adjust(
             frame = max(lowest[request.client_id], client.frame_arriving_by(begin))
             previous[request.client_id] = frame
             adjusted.append(Request(request.client_id, frame, begin))
-        latency = profile.latency(len(members))
-        slot = latency * (1.0 + grace_fraction)
         batches.append(Batch(begin, latency, slot, tuple(adjusted)))
         index += len(members)
         time_s = begin + slot
@@ -486,6 +502,8 @@ class AriseScheduler:
         self.plan: Plan | None = None
         self._admissions = 0
         self._settings_cache: dict[str, tuple[tuple, Settings]] = {}
+        self._runs = 0
+        self._retry_admission_at = 0
 
     # --- client bookkeeping -------------------------------------------------------------
 
@@ -500,7 +518,8 @@ class AriseScheduler:
 
     def remove(self, client_id: str) -> None:
         """Forget a client that left (admitted or waiting)."""
-        self.clients.pop(client_id, None)
+        if self.clients.pop(client_id, None) is not None:
+            self._retry_admission_at = 0  # its room may fit the next one waiting
         self.waiting.pop(client_id, None)
         self._settings_cache.pop(client_id, None)
 
@@ -515,6 +534,7 @@ class AriseScheduler:
         """Plan the next ``horizon_s`` and settle admission and eviction."""
         config = self.config
         horizon_end = now_s + config.horizon_s
+        self._note_results(now_s)
         frozen = self._frozen_batches(now_s)
         anchors = self._anchors(now_s)
         start = max(now_s, server_free_s if server_free_s is not None else now_s)
@@ -544,20 +564,54 @@ class AriseScheduler:
                 # empty the server before it did.
                 newest = max((self.clients[c] for c in failing), key=lambda c: c.admission_order)
                 del self.clients[newest.client_id]
+                self._settings_cache.pop(newest.client_id, None)
                 evicted.append(newest.client_id)
                 # Its frames in the kept head of the old plan are not run either.
                 frozen = self._frozen_batches(now_s)
-            elif self.waiting and len(admitted) < config.max_admissions_per_run:
+            elif (
+                self.waiting
+                and len(admitted) < config.max_admissions_per_run
+                and self._runs >= self._retry_admission_at
+            ):
                 candidate_id, candidate = next(iter(self.waiting.items()))
                 trial = self._plan_for(
                     [*self.clients.values(), candidate], frozen, anchors, now_s, start, horizon_end
                 )
                 iterations += 1
                 roomy = 1.0 - config.admission_headroom
-                if any(
-                    drop > roomy * _sla_of(candidate, self, cid) for cid, drop in trial[2].items()
-                ):
-                    break
+                over = [
+                    cid
+                    for cid, drop in trial[2].items()
+                    if drop > roomy * _sla_of(candidate, self, cid)
+                ]
+                if over:
+                    # The robots the newcomer would push over first try a frame shorter
+                    # interval (as a failing robot would); if that does not make room, the
+                    # newcomer waits and nothing changes.
+                    movable = all(c not in tightened and trial[0][c].interval > 1 for c in over)
+                    if not movable:
+                        self._refuse_for_now(candidate_id)
+                        break
+                    saved = {c: self._settings_cache[c] for c in over}
+                    for client_id in over:
+                        self._tighten(client_id, trial[0][client_id], candidate)
+                    trial = self._plan_for(
+                        [*self.clients.values(), candidate],
+                        frozen,
+                        anchors,
+                        now_s,
+                        start,
+                        horizon_end,
+                    )
+                    iterations += 1
+                    if any(
+                        drop > roomy * _sla_of(candidate, self, cid)
+                        for cid, drop in trial[2].items()
+                    ):
+                        self._settings_cache.update(saved)
+                        self._refuse_for_now(candidate_id)
+                        break
+                    tightened.update(over)
                 del self.waiting[candidate_id]
                 self._admit(candidate)
                 admitted.append(candidate_id)
@@ -569,6 +623,7 @@ class AriseScheduler:
                 list(self.clients.values()), frozen, anchors, now_s, start, horizon_end
             )
             iterations += 1
+        self._runs += 1
         settings, batches, drops = attempt
         plan = self._assemble(
             now_s, horizon_end, frozen, batches, settings, drops, admitted, evicted, iterations
@@ -601,9 +656,14 @@ class AriseScheduler:
             self._settings_cache[client.client_id] = cached
         return cached[1]
 
-    def _tighten(self, client_id: str, settings: Settings) -> None:
+    def _tighten(
+        self, client_id: str, settings: Settings, candidate: ClientState | None = None
+    ) -> None:
         """Shorten a client's interval by one frame until its Step 1 inputs change."""
-        client = self.clients[client_id]
+        if candidate is not None and client_id == candidate.client_id:
+            client = candidate
+        else:
+            client = self.clients[client_id]
         key, _ = self._settings_cache[client_id]
         rate = client.rate(self.config.default_drop_rate)
         reference = reference_for(client, self.profile, self.config.reference_interval)
@@ -618,6 +678,30 @@ class AriseScheduler:
                 regular_schedule_drop(rate, settings.e2e_frames, interval, reference),
             ),
         )
+
+    def _refuse_for_now(self, candidate_id: str) -> None:
+        """Send a newcomer that did not fit to the back of the queue, and pause trying.
+
+        To the back, so that one robot that fits nowhere does not keep the others waiting
+        behind it; a pause, since the fleet rarely changes within a second and each try
+        costs a plan.
+        """
+        self.waiting[candidate_id] = self.waiting.pop(candidate_id)
+        self._retry_admission_at = self._runs + self.config.admission_retry_runs
+
+    def _note_results(self, now_s: float) -> None:
+        """Record, per client, the newest frame whose batch has finished by now."""
+        if self.plan is None:
+            return
+        for batch in self.plan.batches:
+            if batch.end_s > now_s:
+                continue
+            for request in batch.requests:
+                client = self.clients.get(request.client_id)
+                if client is not None and (
+                    client.last_result_frame is None or request.frame_id > client.last_result_frame
+                ):
+                    client.last_result_frame = request.frame_id
 
     def _anchors(self, now_s: float) -> dict[str, int]:
         """Return each client's last frame the old plan had it send before the cut."""
@@ -687,8 +771,12 @@ class AriseScheduler:
             reference = reference_for(client, self.profile, self.config.reference_interval)
             planned = results[client.client_id]
             back = [(end + client.downlink_s, frame) for end, frame in planned]
-            if client.last_result_frame is not None:
-                back.insert(0, (-math.inf, client.last_result_frame))
+            held = client.last_result_frame
+            if held is None:
+                # No result yet: count the wait for the first as if the robot held one from
+                # just before now, so that a plan cannot leave a newcomer waiting unseen.
+                held = client.first_frame_captured_after(now_s) - reference.e2e_frames
+            back.insert(0, (-math.inf, held))
             # The window ends where the next plan's first result would take over if the
             # client kept its interval: the frames this plan decides.
             last = planned[-1][1] if planned else client.first_frame_captured_after(now_s)

@@ -85,7 +85,8 @@ def _brute_force_settings(client, profile, config) -> tuple[int, int]:
             client.fps,
         )
         for interval in range(1, config.max_interval + 1):
-            if regular_schedule_drop(rate, e2e, interval, reference) > client.sla + SLA_TOLERANCE:
+            target = client.sla * (1 - config.admission_headroom)
+            if regular_schedule_drop(rate, e2e, interval, reference) > target + SLA_TOLERANCE:
                 continue
             capacity = profile.throughput(batch_size) * interval / client.fps
             if best is None or capacity > best[0] * (1 + 1e-12):
@@ -100,9 +101,10 @@ def test_step1_matches_brute_force_over_every_interval_and_batch(client, profile
     chosen = pseudo_optimal_settings(client, profile, config)
     expected = _brute_force_settings(client, profile, config)
     if expected is None:
-        # No setting meets this SLA: the freshest is offered and verify will refuse it.
+        # No setting meets this SLA with the headroom: the freshest is offered and verify
+        # decides.
         assert (chosen.interval, chosen.batch_size) == (1, 1)
-        assert chosen.estimated_drop > client.sla
+        assert chosen.estimated_drop > client.sla * (1 - config.admission_headroom)
     else:
         assert (chosen.interval, chosen.batch_size) == expected
         assert chosen.estimated_drop <= client.sla + 1e-9
@@ -144,7 +146,8 @@ def test_verify_closed_form_equals_a_frame_by_frame_count(fps, rate, backs, star
     reference = Reference(2, 1)
     strides = []
     for frame in range(first, end + 1):
-        held = [f for back, f in results if back <= client.capture_s(frame) + 1e-9]
+        # a result back within a millionth of a frame of a capture counts as in time
+        held = [f for back, f in results if back <= client.capture_s(frame) + 1e-6 / fps]
         if held:
             strides.append(frame - max(held))
     got = client_drop(client, rate, reference, results, start, end)
@@ -218,7 +221,9 @@ def test_a_new_plan_starts_with_the_tail_of_the_old_one(fleet, profile):
 
 
 def _robot(index: int, rate: float, sla: float = 0.02) -> ClientState:
-    return ClientState(f'r{index}', 30.0, sla, 0.008, 0.004, 0, 0.0, drop_rate=rate)
+    # Robots' cameras are not in phase: each starts at its own frame.
+    phase = (index * 7919) % 1000
+    return ClientState(f'r{index}', 30.0, sla, 0.008, 0.004, phase, 0.0, drop_rate=rate)
 
 
 def test_admits_until_the_server_is_full_then_evicts_the_newest_when_scenes_change():
@@ -276,11 +281,11 @@ def test_a_steady_fleet_keeps_its_robots():
                     drop_rate=rng.uniform(0.002, 0.008),
                 )
             )
-        for step in range(10):
+        for step in range(40):
             scheduler.run(step * 0.2)
         settled = set(scheduler.clients)
         assert 5 < len(settled) < 80
-        for step in range(10, 160):
+        for step in range(40, 190):
             plan = scheduler.run(step * 0.2)
             assert not plan.evicted, f'{fps} fps, run {step}: {plan.evicted} evicted'
             _check_plan(scheduler, plan)

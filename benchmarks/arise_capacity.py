@@ -1,0 +1,134 @@
+# Copyright 2026 The edge_offload authors
+# SPDX-License-Identifier: Apache-2.0
+"""Capacity of one edge server under ARISE and the baselines, side by side in one run.
+
+Plan-level simulation (``arise_ros.fleet_sim``): the server takes exactly its profile's
+latency per batch, links fixed delays. Set-up (printed): robots at ``--fps`` arrive as a
+Poisson process (``--arrivals`` per s, mean stay ``--stay`` s), scene drop rates uniform
+in ``--rates`` (AbsRel per frame of tracking stride), one SLA per block. Two profiles: a
+GPU-like curve (``7 + 3·bs`` ms, batch sizes 1-16, the shape of the dissertation's Fig.
+3.12, not a measurement) and the trained server depth net measured on this CPU (96x128
+frames, batch sizes 1-8). Reported per system: mean concurrent robots (after ``--warmup``
+s), the share of served robots whose realised drop met their SLA, the worst realised drop
+/ SLA, mean batch size and server idle share. Nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import torch
+
+from arise_ros.fleet_sim import FleetSpec, run_dynamic, run_static
+from arise_ros.latency_profile import BatchLatencyProfile, gpu_like_profile, measure_profile
+from arise_ros.scheduler import SchedulerConfig
+
+GPU_LIKE = gpu_like_profile()
+
+
+def cpu_profile(threads: int) -> BatchLatencyProfile:
+    from edge_offload.models import load_model
+
+    torch.set_num_threads(threads)
+    model = load_model('accumo_depth')
+    frame = {'image': torch.zeros((1, 3, 96, 128), dtype=torch.uint8)}
+    return measure_profile(
+        'accumo_depth',
+        lambda size: model.run_batch([frame] * size),
+        8,
+        f'server depth net measured on this CPU, 96x128, {threads} torch threads',
+        repeats=3,
+        warmup=1,
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--slas', default='0.02,0.04,0.06')
+    parser.add_argument('--rates', default='0.002,0.006')
+    parser.add_argument('--fps', type=float, default=30.0)
+    parser.add_argument('--arrivals', type=float, default=6.0)
+    parser.add_argument('--stay', type=float, default=60.0)
+    parser.add_argument('--duration', type=float, default=60.0)
+    parser.add_argument('--warmup', type=float, default=15.0)
+    parser.add_argument('--uplink', type=float, default=0.009, help='s; 5G-like by default')
+    parser.add_argument('--downlink', type=float, default=0.004)
+    parser.add_argument('--profiles', default='gpu_like,cpu')
+    parser.add_argument('--threads', type=int, default=2)
+    parser.add_argument('--seed', type=int, default=0)
+    parser.add_argument(
+        '--headroom', type=float, default=None, help='admission headroom (default: the config)'
+    )
+    args = parser.parse_args(argv)
+    low, high = (float(v) for v in args.rates.split(','))
+    profiles = {}
+    for name in args.profiles.split(','):
+        profiles[name] = GPU_LIKE if name == 'gpu_like' else cpu_profile(args.threads)
+    print(
+        f'set-up: {args.fps:g} fps; rates U({low}, {high}); arrivals {args.arrivals}/s, '
+        f'mean stay {args.stay} s, {args.duration} s simulated, first {args.warmup} s not '
+        f'counted; uplink {args.uplink * 1e3:g} ms, downlink {args.downlink * 1e3:g} ms; '
+        f'seed {args.seed}; admission headroom '
+        f'{args.headroom if args.headroom is not None else SchedulerConfig().admission_headroom}'
+    )
+    for name, profile in profiles.items():
+        latencies = ', '.join(
+            f'{n}: {1e3 * profile.latency(n):.1f}' for n in range(1, profile.max_batch + 1)
+        )
+        print(f'\nprofile {name}: {profile.source}; ms by batch size {{{latencies}}}')
+        print(
+            '\n| SLA | system | robots | in SLA | worst drop/SLA | mean batch | idle | '
+            'vs best baseline | note |'
+        )
+        print('|---|---|---|---|---|---|---|---|---|')
+        for sla in (float(v) for v in args.slas.split(',')):
+            spec = FleetSpec(
+                fps=args.fps,
+                sla_range=(sla, sla),
+                rate_range=(low, high),
+                uplink_s=args.uplink,
+                downlink_s=args.downlink,
+                arrivals_per_s=args.arrivals,
+                mean_stay_s=args.stay,
+                duration_s=args.duration,
+                warmup_s=args.warmup,
+                seed=args.seed,
+            )
+            started = time.perf_counter()
+            static, interval = run_static(profile, spec)
+            config = SchedulerConfig(max_waiting=100_000, max_admissions_per_run=8)
+            if args.headroom is not None:
+                config = SchedulerConfig(
+                    max_waiting=100_000, max_admissions_per_run=8, admission_headroom=args.headroom
+                )
+            results = [static] + [
+                run_dynamic(system, profile, spec, interval=interval, config=config)
+                for system in ('clipper', 'chameleon', 'arise_alpha', 'arise')
+            ]
+            best_baseline = max(r.mean_clients for r in results if r.system != 'arise')
+            for result in results:
+                worst = max(
+                    (result.drops[c] / result.slas[c] for c in result.drops if result.slas[c]),
+                    default=0.0,
+                )
+                ratio = (
+                    f'{result.mean_clients / best_baseline:.2f}x'
+                    if result.system == 'arise' and best_baseline
+                    else ''
+                )
+                note = result.detail or (
+                    f'interval {interval}' if result.system == 'clipper' else ''
+                )
+                print(
+                    f'| {sla:g} | {result.system} | {result.mean_clients:.1f} | '
+                    f'{100 * result.within_sla:.0f} % of {len(result.drops)} | {worst:.2f} | '
+                    f'{result.mean_batch:.2f} | {100 * result.idle_fraction:.0f} % | {ratio} | '
+                    f'{note} |'
+                )
+            print(f'<!-- SLA {sla:g}: {time.perf_counter() - started:.0f} s -->')
+    return 0
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())

@@ -1,0 +1,354 @@
+# Copyright 2026 The edge_offload authors
+# SPDX-License-Identifier: Apache-2.0
+"""A plan-level simulation of one edge server serving a changing fleet, per system.
+
+No sockets and no model: the server takes exactly the profile's latency per batch, links
+take fixed ``uplink_s`` and ``downlink_s``. Robots arrive as a Poisson process, stay an
+exponential time, and each has an SLA and a scene drop rate drawn from the fleet's ranges.
+Every system runs its own admission every ``period_s``; what it actually executes (each
+plan's batches until the next plan takes over) gives every robot's realised accuracy drop
+against the reference setup, which is then checked against its SLA. This is the
+algorithmic comparison; the emulated robots (``emulated_robot``) run the same scheduler on
+the real protocol.
+
+Systems (``SYSTEMS``):
+
+* ``arise``: the proactive scheduler.
+* ``arise_alpha``: the same intervals and verify, reactive batching (no packing).
+* ``chameleon``: per-client intervals (Step 1 with batch size 1), no batching.
+* ``clipper``: one fixed interval for every robot (the ``static`` search's), reactive
+  batching up to the largest batch size.
+* ``static``: one fixed interval and batch size, and a fixed number of robots, the
+  largest whose robots all meet their SLAs (searched offline over the same fleet).
+
+The dynamic baselines admit and evict with ARISE's verify step rather than the
+dissertation's pending-request heuristic: the same admission for every system, so that the
+comparison is of scheduling and batching only.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from arise_ros.accuracy import Reference
+from arise_ros.latency_profile import BatchLatencyProfile
+from arise_ros.scheduler import (
+    AriseScheduler,
+    Batch,
+    ClientState,
+    Request,
+    SchedulerConfig,
+    Settings,
+    client_drop,
+    opportunistic_batches,
+    pseudo_optimal_settings,
+    reference_for,
+)
+
+SYSTEMS = ('arise', 'arise_alpha', 'chameleon', 'clipper', 'static')
+
+
+@dataclass(frozen=True)
+class FleetSpec:
+    fps: float = 30.0
+    sla_range: tuple[float, float] = (0.02, 0.02)
+    rate_range: tuple[float, float] = (0.002, 0.006)
+    uplink_s: float = 0.009
+    downlink_s: float = 0.004
+    arrivals_per_s: float = 4.0
+    mean_stay_s: float = 60.0
+    duration_s: float = 60.0
+    warmup_s: float = 10.0
+    seed: int = 0
+
+
+@dataclass
+class Visitor:
+    client_id: str
+    arrive_s: float
+    leave_s: float
+    sla: float
+    rate: float
+
+
+@dataclass
+class SystemResult:
+    system: str
+    mean_clients: float
+    drops: dict[str, float] = field(default_factory=dict)
+    slas: dict[str, float] = field(default_factory=dict)
+    mean_batch: float = 0.0
+    idle_fraction: float = 0.0
+    detail: str = ''
+
+    @property
+    def within_sla(self) -> float:
+        """Return the share of served robots whose realised drop met their SLA."""
+        if not self.drops:
+            return 1.0
+        ok = sum(self.drops[c] <= self.slas[c] + 1e-9 for c in self.drops)
+        return ok / len(self.drops)
+
+
+def visitors(spec: FleetSpec) -> list[Visitor]:
+    """Return the fleet's robots: Poisson arrivals over the run, exponential stays."""
+    rng = random.Random(spec.seed)  # noqa: S311 - a seeded, reproducible fleet
+    result = []
+    time_s = 0.0
+    index = 0
+    while True:
+        time_s += rng.expovariate(spec.arrivals_per_s)
+        if time_s >= spec.duration_s:
+            return result
+        result.append(
+            Visitor(
+                f'r{index}',
+                time_s,
+                time_s + rng.expovariate(1.0 / spec.mean_stay_s),
+                rng.uniform(*spec.sla_range),
+                rng.uniform(*spec.rate_range),
+            )
+        )
+        index += 1
+
+
+class _FixedInterval(AriseScheduler):
+    """Every robot offloads every ``interval`` frames (Clipper-like)."""
+
+    def __init__(self, profile, config, interval: int) -> None:
+        super().__init__(profile, config, proactive=False)
+        self.interval = interval
+
+    def _settings_of(self, client: ClientState) -> Settings:
+        chosen = super()._settings_of(client)
+        return Settings(
+            self.interval, self.profile.max_batch, chosen.e2e_frames, 0.0, chosen.estimated_drop
+        )
+
+
+def _scheduler(
+    system: str, profile: BatchLatencyProfile, config: SchedulerConfig, interval: int
+) -> AriseScheduler:
+    if system == 'arise':
+        return AriseScheduler(profile, config)
+    if system == 'arise_alpha':
+        return AriseScheduler(profile, config, proactive=False)
+    if system == 'chameleon':
+        single = BatchLatencyProfile(profile.model, {1: profile.latency(1)}, profile.source)
+        return AriseScheduler(single, config, proactive=False)
+    if system == 'clipper':
+        return _FixedInterval(profile, config, interval)
+    raise ValueError(f'unknown system {system!r}; use one of {SYSTEMS}')
+
+
+def _client(visitor: Visitor, spec: FleetSpec, now_s: float, window: int) -> ClientState:
+    return ClientState(
+        visitor.client_id,
+        spec.fps,
+        visitor.sla,
+        spec.uplink_s,
+        spec.downlink_s,
+        frame_id_now=round(now_s * spec.fps),
+        now_s=now_s,
+        drop_rate=visitor.rate,
+        arrival_window=window,
+    )
+
+
+def _realised_drops(
+    executed: Sequence[Batch],
+    clients: dict[str, ClientState],
+    windows: dict[str, tuple[float, float]],
+    profile: BatchLatencyProfile,
+    spec: FleetSpec,
+    reference_interval: int,
+) -> dict[str, float]:
+    results: dict[str, list[tuple[float, int]]] = {cid: [] for cid in windows}
+    for batch in executed:
+        for request in batch.requests:
+            if request.client_id in results:
+                results[request.client_id].append(
+                    (batch.end_s + spec.downlink_s, request.frame_id)
+                )
+    drops = {}
+    for client_id, (start, end) in windows.items():
+        client = clients[client_id]
+        back = sorted(results[client_id])
+        if end - start < 1.0 or not back:
+            continue  # too short a stay to judge
+        reference = reference_for(client, profile, reference_interval)
+        end_frame = client.first_frame_captured_after(end) - 1
+        drop = client_drop(client, client.drop_rate or 0.0, reference, back, start, end_frame)
+        if drop is not None:
+            drops[client_id] = drop
+    return drops
+
+
+def run_dynamic(
+    system: str,
+    profile: BatchLatencyProfile,
+    spec: FleetSpec,
+    interval: int = 4,
+    config: SchedulerConfig | None = None,
+) -> SystemResult:
+    """Run one dynamic system (all but ``static``) over the fleet."""
+    config = config or SchedulerConfig(max_waiting=100_000, max_admissions_per_run=8)
+    scheduler = _scheduler(system, profile, config, interval)
+    fleet = visitors(spec)
+    clients: dict[str, ClientState] = {}
+    served_from: dict[str, float] = {}
+    windows: dict[str, tuple[float, float]] = {}
+    executed: list[Batch] = []
+    period = 0.2
+    pending = list(fleet)
+    steps = int(spec.duration_s / period)
+    counted, samples = 0.0, 0
+    for step in range(steps):
+        now = step * period
+        while pending and pending[0].arrive_s <= now:
+            visitor = pending.pop(0)
+            clients[visitor.client_id] = _client(visitor, spec, now, config.arrival_window)
+            scheduler.request_admission(clients[visitor.client_id])
+        for visitor in fleet:
+            if visitor.leave_s <= now and (
+                visitor.client_id in scheduler.clients or visitor.client_id in scheduler.waiting
+            ):
+                if visitor.client_id in served_from:
+                    windows[visitor.client_id] = (served_from.pop(visitor.client_id), now)
+                scheduler.remove(visitor.client_id)
+        plan = scheduler.run(now)
+        for client_id in plan.evicted:
+            windows[client_id] = (served_from.pop(client_id, now), now)
+        for client_id in plan.admitted:
+            served_from[client_id] = now
+        # What runs until the next plan: this plan's batches that start before it (the
+        # next plan keeps those starting within its overlap, as they are, and runs them).
+        executed.extend(b for b in plan.batches if now <= b.start_s < now + period)
+        if now >= spec.warmup_s:
+            counted += len(scheduler.clients)
+            samples += 1
+    end = steps * period
+    for client_id, start in served_from.items():
+        windows[client_id] = (start, end)
+    drops = _realised_drops(executed, clients, windows, profile, spec, config.reference_interval)
+    busy = sum(b.latency_s for b in executed)
+    span = (executed[-1].end_s - executed[0].start_s) if executed else 0.0
+    return SystemResult(
+        system,
+        counted / samples if samples else 0.0,
+        drops,
+        {cid: clients[cid].sla for cid in drops},
+        sum(len(b.requests) for b in executed) / len(executed) if executed else 0.0,
+        1.0 - busy / span if span > 0 else 0.0,
+    )
+
+
+def _static_run(
+    profile: BatchLatencyProfile,
+    spec: FleetSpec,
+    count: int,
+    interval: int,
+    batch_size: int,
+    duration_s: float,
+) -> tuple[dict[str, float], dict[str, float], list[Batch]]:
+    """Serve ``count`` robots for ``duration_s`` with a fixed interval and batch size.
+
+    Reactive batches of at most ``batch_size``; returns each robot's realised drop and SLA.
+    """
+    rng = random.Random(spec.seed)  # noqa: S311 - a seeded, reproducible fleet
+    clients, slas = {}, {}
+    requests: list[tuple[float, int, Request]] = []
+    settings = {}
+    for index in range(count):
+        client = ClientState(
+            f's{index}',
+            spec.fps,
+            rng.uniform(*spec.sla_range),
+            spec.uplink_s,
+            spec.downlink_s,
+            frame_id_now=0,
+            now_s=rng.uniform(0.0, interval / spec.fps),
+            drop_rate=rng.uniform(*spec.rate_range),
+        )
+        clients[client.client_id] = client
+        slas[client.client_id] = client.sla
+        settings[client.client_id] = Settings(interval, batch_size, 0, 0.0, 0.0)
+        frame = 0
+        while (arrival := client.arrival_s(frame)) <= duration_s:
+            requests.append((arrival, index, Request(client.client_id, frame, arrival)))
+            frame += interval
+    requests.sort(key=lambda item: item[:2])
+    ordered = [item[2] for item in requests]
+    trimmed = BatchLatencyProfile(
+        profile.model,
+        {n: profile.latency(n) for n in range(1, batch_size + 1)},
+        profile.source,
+    )
+    batches = opportunistic_batches(ordered, settings, trimmed, 0.0)
+    windows = {cid: (1.0, duration_s) for cid in clients}
+    drops = _realised_drops(batches, clients, windows, profile, spec, 1)
+    return drops, slas, batches
+
+
+def run_static(
+    profile: BatchLatencyProfile,
+    spec: FleetSpec,
+    intervals: Sequence[int] = (1, 2, 3, 4, 5, 6, 8, 10),
+    batch_sizes: Sequence[int] | None = None,
+    duration_s: float = 20.0,
+    max_clients: int = 400,
+) -> tuple[SystemResult, int]:
+    """Search the fixed (interval, batch size, clients) with the most clients all in SLA."""
+    batch_sizes = batch_sizes or sorted(
+        {1, 2, 4, 8, profile.max_batch} & set(range(1, profile.max_batch + 1))
+    )
+    best: tuple[int, int, int] = (0, 1, 1)
+    for interval in intervals:
+        for batch_size in batch_sizes:
+            low, high = best[0], max_clients
+            if not _static_ok(profile, spec, low + 1, interval, batch_size, duration_s):
+                continue
+            low += 1
+            while low < high:
+                middle = (low + high + 1) // 2
+                if _static_ok(profile, spec, middle, interval, batch_size, duration_s):
+                    low = middle
+                else:
+                    high = middle - 1
+            if low > best[0]:
+                best = (low, interval, batch_size)
+    count, interval, batch_size = best
+    drops, slas, batches = (
+        _static_run(profile, spec, count, interval, batch_size, duration_s)
+        if count
+        else ({}, {}, [])
+    )
+    busy = sum(b.latency_s for b in batches)
+    span = (batches[-1].end_s - batches[0].start_s) if batches else 0.0
+    result = SystemResult(
+        'static',
+        float(count),
+        drops,
+        slas,
+        sum(len(b.requests) for b in batches) / len(batches) if batches else 0.0,
+        1.0 - busy / span if span > 0 else 0.0,
+        f'interval {interval}, batch size {batch_size}',
+    )
+    return result, interval
+
+
+def _static_ok(profile, spec, count, interval, batch_size, duration_s) -> bool:
+    drops, slas, _ = _static_run(profile, spec, count, interval, batch_size, duration_s)
+    return bool(drops) and all(drops[c] <= slas[c] + 1e-9 for c in drops)
+
+
+def reference_drop(rate: float, client: ClientState, profile: BatchLatencyProfile) -> float:
+    """Return the reference setup's own drop (for reports)."""
+    return Reference(reference_for(client, profile, 1).e2e_frames, 1).drop(rate)
+
+
+def step1_for(visitor: Visitor, spec: FleetSpec, profile: BatchLatencyProfile) -> Settings:
+    """Return Step 1's choice for a robot of the fleet (for reports)."""
+    return pseudo_optimal_settings(_client(visitor, spec, 0.0, 8), profile, SchedulerConfig())
