@@ -58,7 +58,29 @@ class DropRateEstimator:
             raise ValueError(f'a tracking stride is at least 1 frame, got {stride}')
         if not math.isfinite(drop) or drop < 0.0:
             raise ValueError(f'an accuracy drop is a finite value >= 0, got {drop}')
-        measured = drop / stride
+        return self._update(drop / stride)
+
+    def observe_two(
+        self, near_drop: float, near_stride: int, far_drop: float, far_stride: int
+    ) -> float:
+        """Record the slope between two tracked results of the same frame.
+
+        The robot holds the frame's server result and two tracked ones, carried
+        ``near_stride`` and ``far_stride`` frames (from its last two results). The slope
+        between them leaves out what a single pair would count as drop although it does
+        not grow with the stride: the server's results of two frames differ even where the
+        tracker is exact. Returns the updated rate.
+        """
+        if not 1 <= near_stride < far_stride:
+            raise ValueError(
+                f'strides must satisfy 1 <= near < far, got {near_stride}, {far_stride}'
+            )
+        for drop in (near_drop, far_drop):
+            if not math.isfinite(drop) or drop < 0.0:
+                raise ValueError(f'an accuracy drop is a finite value >= 0, got {drop}')
+        return self._update(max(0.0, (far_drop - near_drop) / (far_stride - near_stride)))
+
+    def _update(self, measured: float) -> float:
         if self._rate is None:
             self._rate = measured
         else:

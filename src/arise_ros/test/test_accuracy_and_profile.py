@@ -30,6 +30,17 @@ def test_the_estimator_divides_the_drop_by_the_stride_and_keeps_the_latest():
     assert estimator.samples == 2
 
 
+def test_the_two_point_estimator_takes_the_slope_and_leaves_the_offset_out():
+    estimator = DropRateEstimator()
+    # Tracked over 4 frames the map is 0.03 off, over 8 frames 0.05: 0.005 per frame; the
+    # 0.01 both share (two server maps of one scene differ) is not a drop that grows.
+    assert estimator.observe_two(0.03, 4, 0.05, 8) == pytest.approx(0.005)
+    # A far map closer than the near one (noise) gives a rate of 0, not a negative one.
+    assert DropRateEstimator().observe_two(0.05, 4, 0.04, 8) == 0.0
+    with pytest.raises(ValueError, match='near < far'):
+        estimator.observe_two(0.03, 8, 0.05, 8)
+
+
 def test_a_smoothed_estimator_moves_part_of_the_way():
     estimator = DropRateEstimator(smoothing=0.5, initial_rate=0.004)
     assert estimator.observe(0.02, 10) == pytest.approx(0.003)
