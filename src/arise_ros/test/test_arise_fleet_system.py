@@ -13,6 +13,7 @@ from its local model otherwise.
 import json
 import subprocess
 import sys
+import time
 
 from arise_ros.latency_profile import BatchLatencyProfile, save_profile
 from edge_offload_testing.offload import (
@@ -108,3 +109,37 @@ def test_arise_admits_schedules_evicts_and_every_robot_keeps_getting_results(tmp
         statuses = [status for _, status in summaries[name]['statuses']]
         assert 'evicted' not in statuses, summaries[name]
         assert summaries[name]['mean_drop'] <= summaries[name]['sla'], summaries[name]
+
+
+def test_robots_whose_server_dies_run_locally_within_two_seconds(tmp_path):
+    keys = make_test_keys(tmp_path)
+    names = ('r0', 'r1', 'r2')
+    secrets = {name: authorize_robot(keys, name) for name in names}
+    server = HeadlessServer(
+        keys, ['accumo_depth'], '--modes', 'nnto,arise', '--mode-option', 'arise.max_batch=4'
+    )
+    endpoint = f'tcp://127.0.0.1:{server.port}'
+    robots = {
+        name: _robot(
+            keys, secrets[name], endpoint, name, tmp_path / f'{name}.json', '--rate', '0.004'
+        )
+        for name in names
+    }
+    try:
+        time.sleep(5.0)  # the robots join, are admitted and offload
+        server.process.kill()  # the edge server dies under load (no goodbye)
+        server.process.wait()
+        outputs = {name: process.communicate(timeout=120)[0] for name, process in robots.items()}
+    finally:
+        server.stop()
+    for name, process in robots.items():
+        assert process.returncode == 0, f'{name} failed:\n{outputs[name]}'
+        summary = json.loads((tmp_path / f'{name}.json').read_text())
+        statuses = [status for _, status in summary['statuses']]
+        assert 'admitted' in statuses, summary
+        assert 'lost' in statuses, summary
+        assert summary['server_results'] > 0, summary
+        # the robot saw the server go and carried on with its local model, in time
+        assert summary['longest_gap_s'] < 2.0, summary
+        assert summary['local_frames'] > 20, summary
+        print(name, summary['longest_gap_s'], summary['statuses'])  # noqa: T201 - for -s
