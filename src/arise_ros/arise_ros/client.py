@@ -215,3 +215,130 @@ class AriseSession:
             _logger.info('%s: ARISE status %s %s', self.task.name, status, reason)
             if self._on_status is not None:
                 self._on_status(status, reason)
+
+
+class AriseMembership:
+    """A robot's place in a fleet of ARISE servers: one server at a time, the next on loss.
+
+    It joins the first of ``endpoints``. When that server is lost, evicts the robot or
+    refuses it, the robot runs locally (``status`` says why) while a background thread
+    joins the next server in the list; frame ids stay the robot's own. ``make_client``
+    builds the authenticated ``EdgeClient`` for an endpoint.
+    """
+
+    MOVE_ON = frozenset({'lost', 'evicted', 'refused'})
+
+    def __init__(
+        self,
+        endpoints: list[str],
+        make_client: Callable[[str], EdgeClient],
+        task: RobotTask,
+        on_status: Callable[[str, str], None] | None = None,
+        connect_timeout_s: float = 2.0,
+    ) -> None:
+        if not endpoints:
+            raise ValueError('a robot needs at least one server endpoint')
+        self._endpoints = list(endpoints)
+        self._make_client = make_client
+        self.task = task
+        self._on_status = on_status
+        self._connect_timeout_s = connect_timeout_s
+        self._lock = threading.Lock()
+        self._index = -1
+        self._client: EdgeClient | None = None
+        self._session: AriseSession | None = None
+        self._frame_now = 0
+        self._moving = threading.Event()
+        self._stop = threading.Event()
+        self.endpoint = ''
+
+    @property
+    def status(self) -> str:
+        with self._lock:
+            session = self._session
+        if self._moving.is_set() or session is None:
+            return 'lost'
+        return session.status
+
+    def plan(self) -> PlanView:
+        with self._lock:
+            session = self._session
+        return PlanView() if session is None else session.plan()
+
+    def start(self, frame_id_now: int) -> None:
+        self._frame_now = frame_id_now
+        self._move_on('start', '')
+
+    def wants(self, frame_id: int) -> bool:
+        self._frame_now = frame_id
+        with self._lock:
+            session = self._session
+        return session is not None and not self._moving.is_set() and session.wants(frame_id)
+
+    def offload(self, frame_id: int, tensors, **fields) -> CallFuture | None:
+        with self._lock:
+            session = self._session
+        return None if session is None else session.offload(frame_id, tensors, **fields)
+
+    def report(self, drop_rate: float) -> None:
+        with self._lock:
+            session = self._session
+        if session is not None:
+            session.report(drop_rate)
+
+    def leave(self) -> None:
+        self._stop.set()
+        with self._lock:
+            session, client = self._session, self._client
+        if session is not None:
+            session.leave()
+        if client is not None:
+            client.close()
+
+    def _heard(self, status: str, reason: str) -> None:
+        if self._on_status is not None:
+            self._on_status(status, reason)
+        if status in self.MOVE_ON and not self._stop.is_set() and not self._moving.is_set():
+            self._moving.set()
+            # Not on the poll thread that told us: joining the next server blocks.
+            threading.Thread(
+                target=self._move_on, args=(status, reason), name='arise-move', daemon=True
+            ).start()
+
+    def _move_on(self, status: str, reason: str) -> None:
+        """Join the next server that takes the robot; retry the list each second."""
+        self._moving.set()
+        with self._lock:
+            old = self._client
+            self._session = self._client = None
+        if old is not None:
+            old.close()
+        while not self._stop.is_set():
+            for _ in range(len(self._endpoints)):
+                if self._stop.is_set():
+                    return
+                self._index = (self._index + 1) % len(self._endpoints)
+                if self._try_join(self._endpoints[self._index], status, reason):
+                    return
+            _logger.warning(
+                '%s: no ARISE server takes this robot; running locally', self.task.name
+            )
+            self._stop.wait(1.0)
+
+    def _try_join(self, endpoint: str, status: str, reason: str) -> bool:
+        client = self._make_client(endpoint)
+        if not client.wait_connected(self._connect_timeout_s):
+            client.close()
+            return False
+        session = AriseSession(client, self.task, on_status=self._heard)
+        # _moving stays set through the join, so what the join reports starts no new move.
+        if session.join(self._frame_now) != 'waiting':
+            client.close()
+            return False
+        with self._lock:
+            self._client, self._session, self.endpoint = client, session, endpoint
+        self._moving.clear()
+        if session.status in self.MOVE_ON:  # it went while the join was being settled
+            self._heard(session.status, session.reason)
+        _logger.info('%s: joined %s (after %s %s)', self.task.name, endpoint, status, reason)
+        return True

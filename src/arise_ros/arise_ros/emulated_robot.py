@@ -28,7 +28,7 @@ from pathlib import Path
 import torch
 
 from arise_ros.accuracy import frames_for
-from arise_ros.client import LOCAL_STATUSES, AriseSession, RobotTask
+from arise_ros.client import LOCAL_STATUSES, AriseMembership, RobotTask
 from edge_offload.client import ClientConfig, EdgeClient
 
 
@@ -40,16 +40,18 @@ def _frame(height: int, width: int, frame_id: int) -> dict[str, torch.Tensor]:
 
 
 def run(args: argparse.Namespace) -> dict:
-    client = EdgeClient(
-        ClientConfig(
-            endpoint=args.endpoint,
-            client_name=args.name,
-            secret_key_file=args.secret_key_file,
-            server_public_key_file=args.server_public_key_file,
-            liveness_timeout_s=args.liveness_timeout_s,
-            ping_interval_s=min(0.2, args.liveness_timeout_s / 3),
+    def make_client(endpoint: str) -> EdgeClient:
+        return EdgeClient(
+            ClientConfig(
+                endpoint=endpoint,
+                client_name=args.name,
+                secret_key_file=args.secret_key_file,
+                server_public_key_file=args.server_public_key_file,
+                liveness_timeout_s=args.liveness_timeout_s,
+                ping_interval_s=min(0.2, args.liveness_timeout_s / 3),
+            )
         )
-    )
+
     statuses: list[tuple[float, str]] = []
     started = time.monotonic()
 
@@ -57,10 +59,10 @@ def run(args: argparse.Namespace) -> dict:
         statuses.append((round(time.monotonic() - started, 3), status))
 
     task = RobotTask(args.name, args.fps, args.sla, args.uplink_s, args.downlink_s, args.rate)
-    session = AriseSession(client, task, on_status=on_status)
-    if not client.wait_connected(10.0):
-        raise SystemExit(f'{args.name}: no connection to {args.endpoint}')
-    session.join(0)
+    session = AriseMembership(
+        args.endpoint.split(','), make_client, task, on_status, args.connect_timeout_s
+    )
+    session.start(0)
     lock = threading.Lock()
     newest_result = {'frame': None, 'at': None}
     counts = {'frames': 0, 'offloaded': 0, 'server_results': 0, 'local_frames': 0, 'failed': 0}
@@ -68,7 +70,9 @@ def run(args: argparse.Namespace) -> dict:
     failures: list[str] = []
     in_flight: list = []
 
-    def on_reply(frame_id: int, future) -> None:
+    results_by_endpoint: dict[str, int] = {}
+
+    def on_reply(frame_id: int, endpoint: str, future) -> None:
         try:
             future.result()
         except Exception as error:  # noqa: BLE001 - counted; the robot carries on locally
@@ -79,6 +83,7 @@ def run(args: argparse.Namespace) -> dict:
             return
         with lock:
             counts['server_results'] += 1
+            results_by_endpoint[endpoint] = results_by_endpoint.get(endpoint, 0) + 1
             if newest_result['frame'] is None or frame_id > newest_result['frame']:
                 newest_result['frame'] = frame_id
                 newest_result['at'] = time.monotonic()
@@ -125,7 +130,9 @@ def run(args: argparse.Namespace) -> dict:
                 counts['offloaded'] += 1
                 in_flight.append(future)
                 del in_flight[:-64]
-                future.add_done_callback(lambda f, fid=frame_id: on_reply(fid, f))
+                future.add_done_callback(
+                    lambda f, fid=frame_id, at=session.endpoint: on_reply(fid, at, f)
+                )
         frame_id += 1
         next_tick += period
         time.sleep(max(0.0, next_tick - time.monotonic()))
@@ -136,11 +143,11 @@ def run(args: argparse.Namespace) -> dict:
         except Exception:  # noqa: BLE001, S110 - counted by on_reply
             pass
     session.leave()
-    client.close()
     return {
         'name': args.name,
         **counts,
         'statuses': statuses,
+        'results_by_endpoint': results_by_endpoint,
         'failures': failures,
         'longest_gap_s': round(longest_gap, 3),
         'mean_drop': (sum(drops) / len(drops)) if drops else 0.0,
@@ -154,7 +161,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog='arise_emulated_robot', description='An emulated ARISE robot on the real protocol.'
     )
-    parser.add_argument('--endpoint', required=True)
+    parser.add_argument(
+        '--endpoint', required=True, help='server endpoint(s), comma-separated: the next on loss'
+    )
     parser.add_argument('--secret-key-file', required=True)
     parser.add_argument('--server-public-key-file', required=True)
     parser.add_argument('--name', default='emulated')
@@ -169,6 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--width', type=int, default=128)
     parser.add_argument('--duration-s', type=float, default=10.0)
     parser.add_argument('--liveness-timeout-s', type=float, default=1.5)
+    parser.add_argument('--connect-timeout-s', type=float, default=5.0)
     parser.add_argument('--summary', type=Path, help='write the JSON summary here')
     parser.add_argument('--log-level', default='WARNING')
     args = parser.parse_args(argv)

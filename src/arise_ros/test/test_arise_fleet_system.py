@@ -143,3 +143,36 @@ def test_robots_whose_server_dies_run_locally_within_two_seconds(tmp_path):
         assert summary['longest_gap_s'] < 2.0, summary
         assert summary['local_frames'] > 20, summary
         print(name, summary['longest_gap_s'], summary['statuses'])  # noqa: T201 - for -s
+
+
+def test_robots_move_to_the_second_server_when_the_first_dies(tmp_path):
+    keys = make_test_keys(tmp_path)
+    names = ('r0', 'r1', 'r2')
+    secrets = {name: authorize_robot(keys, name) for name in names}
+    arguments = ('--modes', 'nnto,arise', '--mode-option', 'arise.max_batch=4')
+    first = HeadlessServer(keys, ['accumo_depth'], *arguments)
+    second = HeadlessServer(keys, ['accumo_depth'], *arguments)
+    endpoints = [f'tcp://127.0.0.1:{server.port}' for server in (first, second)]
+    robots = {
+        name: _robot(keys, secrets[name], ','.join(endpoints), name, tmp_path / f'{name}.json')
+        for name in names
+    }
+    try:
+        time.sleep(5.0)
+        first.process.kill()
+        first.process.wait()
+        outputs = {name: process.communicate(timeout=120)[0] for name, process in robots.items()}
+    finally:
+        first.stop()
+        second.stop()
+    for name, process in robots.items():
+        assert process.returncode == 0, f'{name} failed:\n{outputs[name]}'
+        summary = json.loads((tmp_path / f'{name}.json').read_text())
+        statuses = [status for _, status in summary['statuses']]
+        lost = statuses.index('lost')
+        assert 'admitted' in statuses[:lost], summary
+        assert 'admitted' in statuses[lost:], 'the second server takes the robot'
+        assert summary['results_by_endpoint'].get(endpoints[0], 0) > 0, summary
+        assert summary['results_by_endpoint'].get(endpoints[1], 0) > 0, summary
+        assert summary['longest_gap_s'] < 2.0, summary
+        print(name, summary['longest_gap_s'], summary['statuses'])  # noqa: T201 - for -s
