@@ -22,7 +22,7 @@ from typing import Any
 import torch
 
 from edge_offload.client import CallFuture, EdgeClient
-from edge_offload.errors import OffloadError
+from edge_offload.errors import DeadlineMissedError, OffloadError
 
 MODE = 'arise'
 # Statuses in which the robot offloads nothing and runs its local model.
@@ -180,6 +180,10 @@ class AriseSession:
                 reply = self._client.call(
                     MODE, 'plan', {'after': after}, timeout_s=self._poll_timeout_s
                 )
+            except DeadlineMissedError:
+                # A long poll with nothing new (a robot still waiting): ask again. A server
+                # that is gone fails the call through the connection's liveness instead.
+                continue
             except OffloadError as error:
                 if self._stop.is_set():
                     return

@@ -32,7 +32,6 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from arise_ros.accuracy import Reference
 from arise_ros.latency_profile import BatchLatencyProfile
 from arise_ros.scheduler import (
     AriseScheduler,
@@ -43,7 +42,6 @@ from arise_ros.scheduler import (
     Settings,
     client_drop,
     opportunistic_batches,
-    pseudo_optimal_settings,
     reference_for,
 )
 
@@ -342,13 +340,3 @@ def run_static(
 def _static_ok(profile, spec, count, interval, batch_size, duration_s) -> bool:
     drops, slas, _ = _static_run(profile, spec, count, interval, batch_size, duration_s)
     return bool(drops) and all(drops[c] <= slas[c] + 1e-9 for c in drops)
-
-
-def reference_drop(rate: float, client: ClientState, profile: BatchLatencyProfile) -> float:
-    """Return the reference setup's own drop (for reports)."""
-    return Reference(reference_for(client, profile, 1).e2e_frames, 1).drop(rate)
-
-
-def step1_for(visitor: Visitor, spec: FleetSpec, profile: BatchLatencyProfile) -> Settings:
-    """Return Step 1's choice for a robot of the fleet (for reports)."""
-    return pseudo_optimal_settings(_client(visitor, spec, 0.0, 8), profile, SchedulerConfig())

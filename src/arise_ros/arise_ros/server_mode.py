@@ -125,7 +125,6 @@ class AriseServerMode(ServerMode):
         self._executor: BatchExecutor | None = None
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
-        self.plan_times_s: list[float] = []
 
     def _profile(self, options: Mapping[str, Any]) -> BatchLatencyProfile:
         path = str(_option(options, 'profile_file'))
@@ -350,10 +349,7 @@ class AriseServerMode(ServerMode):
 
     def _run_once(self) -> None:
         with self._lock:
-            started = time.perf_counter()
             plan = self._scheduler.run(time.monotonic())
-            self.plan_times_s.append(time.perf_counter() - started)
-            del self.plan_times_s[:-1000]
             executor = self._executor
             for client_id in plan.evicted:
                 robot = self._robots.get(client_id)
@@ -366,7 +362,8 @@ class AriseServerMode(ServerMode):
             for client_id, robot in self._robots.items():
                 if client_id in plan.clients:
                     self._publish(robot, _plan_fields(plan, client_id))
-                else:
+                elif robot.status != 'waiting':
+                    # A waiting robot hears again only when that changes, not every run.
                     self._publish(robot, {'status': 'waiting'})
         if executor is not None:
             executor.set_plan(plan.batches)
@@ -378,23 +375,6 @@ class AriseServerMode(ServerMode):
         if robot.poll is not None and robot.seq > robot.poll_after:
             _answer(robot.poll, robot.reply)
             robot.poll = None
-
-    def stats(self) -> dict[str, Any]:
-        """Return the executor's batch figures and the scheduler's run times."""
-        with self._lock:
-            executor = self._executor
-            times = sorted(self.plan_times_s)
-            clients = len(self._scheduler.clients)
-            waiting = len(self._scheduler.waiting)
-        result: dict[str, Any] = {'clients': clients, 'waiting': waiting}
-        if times:
-            result['plan_p50_ms'] = 1e3 * times[len(times) // 2]
-            result['plan_p99_ms'] = 1e3 * times[min(len(times) - 1, int(0.99 * len(times)))]
-        if executor is not None:
-            result['batches'] = executor.stats.batches
-            result['mean_batch_size'] = executor.stats.mean_batch_size
-            result['idle_fraction'] = executor.stats.idle_fraction(time.monotonic())
-        return result
 
 
 def _plan_fields(plan: Plan, client_id: str) -> dict[str, Any]:

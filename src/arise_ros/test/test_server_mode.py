@@ -85,3 +85,32 @@ def test_unknown_options_stop_the_server_at_configure(tmp_path):
         )
     with pytest.raises(ValueError, match='does not serve'):
         loopback_edge_server(keys, models=['tiny_cnn'], mode_options={'arise': {}})
+
+
+def test_a_waiting_robot_is_not_taken_for_lost_while_its_long_polls_time_out(tmp_path):
+    keys = make_test_keys(tmp_path)
+    options = {**OPTIONS, 'period_s': 3.0}  # the scheduler runs at join, then every 3 s
+    server = loopback_edge_server(
+        keys, models=['tiny_cnn'], modes=['arise'], mode_options={'arise': options}
+    )
+    endpoint = server.start()
+    first, second = edge_client_for(keys, endpoint), edge_client_for(keys, endpoint)
+    try:
+        assert first.wait_connected(10.0)
+        assert second.wait_connected(10.0)
+        task = RobotTask('r', 30.0, 0.04, 0.004, 0.002, drop_rate=0.003)
+        assert AriseSession(first, task).join(0) == 'waiting'  # starts the scheduler
+        time.sleep(0.3)
+        late = AriseSession(second, task, poll_timeout_s=0.3)
+        assert late.join(0) == 'waiting'
+        time.sleep(1.5)  # several long polls come back with nothing new before the next run
+        assert late.status == 'waiting'
+        for _ in range(200):  # the next run is due 3 s after the first
+            if late.status == 'admitted':
+                break
+            time.sleep(0.05)
+        assert late.status == 'admitted'
+    finally:
+        first.close()
+        second.close()
+        server.stop()
