@@ -91,9 +91,15 @@ class StopRequest:
     def _cut_short(self) -> None:
         print(
             f'[{self._name}] clean-up still running {WATCHDOG_S} s after the stop request: '
-            'exiting now',
+            'exiting now; it was at:',
             file=sys.stderr,
         )
+        # Where the clean-up was stuck, so a slow teardown can be found from the log.
+        try:
+            sys.stderr.flush()
+            faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
+        except (AttributeError, RuntimeError, ValueError, OSError):
+            pass  # no usable stderr: the line above is all there is
         _leave(0)
 
     def is_set(self) -> bool:

@@ -20,12 +20,17 @@ import pytest
 from edge_offload.ros_node_main import HARD_LIMIT_S
 
 # A plain node with a busy non-daemon worker (as a thread pool running a model would be),
-# run through run_node as the suite's nodes are.
+# run through run_node as the suite's nodes are. The watchdog is moved out of the way: these
+# tests are about the order of the shutdown, and on a loaded machine the default 1.8 s can
+# pass before the node gets the CPU to release (the watchdog has its own test below).
 _NODE = textwrap.dedent(
     """
     import sys, threading, time
     from rclpy.node import Node
+    from edge_offload import ros_node_main
     from edge_offload.ros_node_main import run_node
+    ros_node_main.WATCHDOG_S = 30.0
+    ros_node_main.HARD_LIMIT_S = 40.0
 
     class Busy(Node):
         def __init__(self):
@@ -72,6 +77,37 @@ def test_sigterm_is_a_stop_request_too(ros_domain_id):
     output, _ = process.communicate(timeout=30.0)
     assert process.returncode == 0, f'exit code {process.returncode}:\n{output}'
     assert 'released' in output, output
+
+
+# A clean-up that does not end (but lets Python run, as a join on a stuck thread would).
+_SLOW_CLEANUP_NODE = textwrap.dedent(
+    """
+    import sys, time
+    from rclpy.node import Node
+    from edge_offload.ros_node_main import run_node
+
+    class Slow(Node):
+        def __init__(self):
+            super().__init__('slow_node')
+            print('ready', flush=True)
+
+    def wait_for_the_stuck_thing(node):
+        print('releasing', flush=True)
+        time.sleep(600)
+
+    sys.exit(run_node(Slow, 'slow_node', release=wait_for_the_stuck_thing))
+    """
+)
+
+
+def test_a_cleanup_past_the_watchdog_is_cut_short_with_where_it_was(ros_domain_id):
+    process = _start(_SLOW_CLEANUP_NODE)
+    process.send_signal(signal.SIGINT)
+    output, _ = process.communicate(timeout=10 * HARD_LIMIT_S)
+    assert process.returncode == 0, f'exit code {process.returncode}:\n{output}'
+    assert 'releasing' in output, output
+    assert '[slow_node] clean-up still running 1.8 s after the stop request' in output, output
+    assert 'in wait_for_the_stuck_thing' in output, output  # the main thread's stack
 
 
 # A clean-up stuck in native code that keeps the GIL (ctypes.PyDLL does not release it), as
