@@ -270,8 +270,17 @@ class AriseMembership:
         return PlanView() if session is None else session.plan()
 
     def start(self, frame_id_now: int) -> None:
+        """Join the first server on the list that takes the robot, trying each once.
+
+        When none does (none is up yet, say), the robot runs locally and a background
+        thread keeps trying the list every second; :meth:`leave` stops it.
+        """
         self._frame_now = frame_id_now
-        self._move_on('start', '')
+        self._move_on('start', '', rounds=1)
+        if self._moving.is_set() and not self._stop.is_set():
+            threading.Thread(
+                target=self._move_on, args=('start', ''), name='arise-move', daemon=True
+            ).start()
 
     def wants(self, frame_id: int) -> bool:
         self._frame_now = frame_id
@@ -291,8 +300,8 @@ class AriseMembership:
             session.report(drop_rate)
 
     def leave(self) -> None:
-        self._stop.set()
         with self._lock:
+            self._stop.set()
             session, client = self._session, self._client
         if session is not None:
             session.leave()
@@ -309,15 +318,21 @@ class AriseMembership:
                 target=self._move_on, args=(status, reason), name='arise-move', daemon=True
             ).start()
 
-    def _move_on(self, status: str, reason: str) -> None:
-        """Join the next server that takes the robot; retry the list each second."""
+    def _move_on(self, status: str, reason: str, rounds: int | None = None) -> None:
+        """Join the next server that takes the robot; retry the list each second.
+
+        ``rounds`` bounds the passes over the list (None: until joined or stopped); the
+        robot stays "moving" (running locally) when they run out.
+        """
         self._moving.set()
         with self._lock:
             old = self._client
             self._session = self._client = None
         if old is not None:
             old.close()
-        while not self._stop.is_set():
+        while not self._stop.is_set() and (rounds is None or rounds > 0):
+            if rounds is not None:
+                rounds -= 1
             for _ in range(len(self._endpoints)):
                 if self._stop.is_set():
                     return
@@ -327,7 +342,8 @@ class AriseMembership:
             _logger.warning(
                 '%s: no ARISE server takes this robot; running locally', self.task.name
             )
-            self._stop.wait(1.0)
+            if rounds is None:
+                self._stop.wait(1.0)
 
     def _try_join(self, endpoint: str, status: str, reason: str) -> bool:
         client = self._make_client(endpoint)
@@ -340,7 +356,13 @@ class AriseMembership:
             client.close()
             return False
         with self._lock:
-            self._client, self._session, self.endpoint = client, session, endpoint
+            stopped = self._stop.is_set()
+            if not stopped:
+                self._client, self._session, self.endpoint = client, session, endpoint
+        if stopped:  # leave() ran while this join was under way
+            session.leave()
+            client.close()
+            return True
         self._moving.clear()
         if session.status in self.MOVE_ON:  # it went while the join was being settled
             self._heard(session.status, session.reason)

@@ -24,12 +24,18 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import NoReturn
 
 import torch
 
 from arise_ros.accuracy import frames_for
 from arise_ros.client import LOCAL_STATUSES, AriseMembership, RobotTask
 from edge_offload.client import ClientConfig, EdgeClient
+from edge_offload.stop_signals import StopRequest, finish_process
+
+_logger = logging.getLogger('arise_emulated_robot')
+# Status changes kept for the summary (a robot running for hours changes often).
+_STATUSES_KEPT = 64
 
 
 def _frame(height: int, width: int, frame_id: int) -> dict[str, torch.Tensor]:
@@ -39,7 +45,10 @@ def _frame(height: int, width: int, frame_id: int) -> dict[str, torch.Tensor]:
     return {'image': image}
 
 
-def run(args: argparse.Namespace) -> dict:
+def run(args: argparse.Namespace, stop: StopRequest | threading.Event | None = None) -> dict:
+    """Run the robot until ``args.duration_s`` (0: until ``stop`` is set); return its summary."""
+    stop = stop or threading.Event()
+
     def make_client(endpoint: str) -> EdgeClient:
         return EdgeClient(
             ClientConfig(
@@ -57,6 +66,7 @@ def run(args: argparse.Namespace) -> dict:
 
     def on_status(status: str, reason: str) -> None:
         statuses.append((round(time.monotonic() - started, 3), status))
+        del statuses[:-_STATUSES_KEPT]
 
     task = RobotTask(args.name, args.fps, args.sla, args.uplink_s, args.downlink_s, args.rate)
     session = AriseMembership(
@@ -96,13 +106,16 @@ def run(args: argparse.Namespace) -> dict:
     reference_e2e = frames_for(
         args.uplink_s + args.reference_latency_s + args.downlink_s, args.fps
     )
-    drops: list[float] = []
+    # A running sum: a robot may run for hours.
+    drop_sum, drop_count = 0.0, 0
     last_fresh = time.monotonic()
     longest_gap = 0.0
     period = 1.0 / args.fps
     frame_id = 0
     next_tick = time.monotonic()
-    while time.monotonic() - started < args.duration_s:
+    while not stop.is_set() and (
+        args.duration_s == 0 or time.monotonic() - started < args.duration_s
+    ):
         now = time.monotonic()
         if change_at is not None and now - started >= change_at and rate != change_rate:
             rate = change_rate
@@ -117,7 +130,8 @@ def run(args: argparse.Namespace) -> dict:
             last_fresh = now
         else:
             stride = max(0, frame_id - held)
-            drops.append(rate * (stride - reference_e2e))
+            drop_sum += rate * (stride - reference_e2e)
+            drop_count += 1
             with lock:
                 fresh_at = newest_result['at']
             last_fresh = max(last_fresh, fresh_at or last_fresh)
@@ -136,10 +150,12 @@ def run(args: argparse.Namespace) -> dict:
         frame_id += 1
         next_tick += period
         time.sleep(max(0.0, next_tick - time.monotonic()))
-    # The frames already sent come back before the robot leaves (a second at most).
+    # The frames already sent come back before the robot leaves (a second at most; half
+    # that when stopped by a signal, inside the stop's budget).
+    wait_until = time.monotonic() + (0.5 if stop.is_set() else 1.0)
     for future in in_flight:
         try:
-            future.result(max(0.0, started + args.duration_s + 1.0 - time.monotonic()))
+            future.result(max(0.0, wait_until - time.monotonic()))
         except Exception:  # noqa: BLE001, S110 - counted by on_reply
             pass
     session.leave()
@@ -150,14 +166,15 @@ def run(args: argparse.Namespace) -> dict:
         'results_by_endpoint': results_by_endpoint,
         'failures': failures,
         'longest_gap_s': round(longest_gap, 3),
-        'mean_drop': (sum(drops) / len(drops)) if drops else 0.0,
+        'mean_drop': drop_sum / drop_count if drop_count else 0.0,
         'sla': args.sla,
         'rate_end': rate,
         'plan_interval': session.plan().interval,
     }
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None) -> NoReturn:
+    """Run one emulated robot (console script ``arise_emulated_robot``)."""
     parser = argparse.ArgumentParser(
         prog='arise_emulated_robot', description='An emulated ARISE robot on the real protocol.'
     )
@@ -176,21 +193,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--reference-latency-s', type=float, default=0.01)
     parser.add_argument('--height', type=int, default=96)
     parser.add_argument('--width', type=int, default=128)
-    parser.add_argument('--duration-s', type=float, default=10.0)
+    parser.add_argument(
+        '--duration-s', type=float, default=10.0, help='how long to run; 0 = until SIGINT/SIGTERM'
+    )
     parser.add_argument('--liveness-timeout-s', type=float, default=1.5)
     parser.add_argument('--connect-timeout-s', type=float, default=5.0)
     parser.add_argument('--summary', type=Path, help='write the JSON summary here')
     parser.add_argument('--log-level', default='WARNING')
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), format='[%(levelname)s] %(message)s')
-    if not (math.isfinite(args.fps) and args.fps > 0 and args.duration_s > 0):
-        parser.error('--fps and --duration-s must be positive')
-    summary = run(args)
+    if not (math.isfinite(args.fps) and args.fps > 0 and args.duration_s >= 0):
+        parser.error('--fps must be positive and --duration-s at least 0')
+    # SIGINT (Ctrl-C, ros2 launch) and SIGTERM end the run: the robot leaves its server,
+    # prints its summary and exits 0, as the suite's nodes do.
+    stop = StopRequest(f'arise_emulated_robot {args.name}')
+    summary = run(args, stop)
     text = json.dumps(summary)
     if args.summary:
         args.summary.write_text(text)
     print(text, flush=True)  # noqa: T201 - the summary is the output
-    return 0
+    finish_process(args.name, 0, stop)
 
 
 if __name__ == '__main__':

@@ -23,11 +23,15 @@ A robot is its session: the scheduler's client id is the session id the server g
 authenticated connection, so no robot can act for another. Every 200 ms the scheduler
 plans the next second; the batch executor follows the plan.
 
-Options (``ServerConfig.mode_options['arise']``): ``model`` (default ``accumo_depth``),
-``max_batch`` (8), ``policy`` (``planned``; ``reactive`` is ARISE-α), ``period_s`` (0.2),
-``horizon_s`` (1.0), ``profile_file`` (a latency profile to load; empty: measured at
-start-up on ``profile_image`` (``[height, width]``, default ``[96, 128]``)), ``max_clients``
-(64, admitted and waiting together).
+Options (``ServerConfig.mode_options['arise']``; the ``edge_server`` node's ``arise.*``
+parameters): see :data:`OPTION_SPECS`.
+
+Diagnostics (:meth:`AriseServerMode.diagnostics`, on the node's ``/diagnostics``): one fleet
+status (robots admitted and waiting, evictions, scheduler run time, batches, mean batch size
+and the server's idle share since the last report, where the latency profile came from) and
+one status per robot (its SLA, interval, batch size, the plan's estimated drop, its
+reported drop rate, frames and results), WARN while it waits or when its estimate is over
+its SLA.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ import concurrent.futures
 import math
 import threading
 import time
+from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -52,18 +57,36 @@ from arise_ros.latency_profile import (
 from arise_ros.scheduler import AriseScheduler, ClientState, Plan, SchedulerConfig
 from edge_offload import protocol
 from edge_offload.models import InvalidInputError, UnknownModelError
-from edge_offload.modes.base import ServerCall, ServerMode, ServerModeContext, ServerReply
+from edge_offload.modes.base import (
+    ModeOption,
+    ModeStatus,
+    ServerCall,
+    ServerMode,
+    ServerModeContext,
+    ServerReply,
+)
 
-OPTION_DEFAULTS: dict[str, Any] = {
-    'model': 'accumo_depth',
-    'max_batch': 8,
-    'policy': 'planned',
-    'period_s': 0.2,
-    'horizon_s': 1.0,
-    'profile_file': '',
-    'profile_image': [96, 128],
-    'max_clients': 64,
-}
+OPTION_SPECS: tuple[ModeOption, ...] = (
+    ModeOption('model', 'accumo_depth', 'Model-zoo name every ARISE robot offloads'),
+    ModeOption('max_batch', 8, 'Largest batch the scheduler plans', 1, 64),
+    ModeOption('policy', 'planned', "'planned' (ARISE) or 'reactive' (ARISE-α: no coordination)"),
+    ModeOption('period_s', 0.2, 'Scheduler period, seconds', 0.01, 5.0),
+    ModeOption('horizon_s', 1.0, 'How far each plan looks ahead, seconds', 0.05, 30.0),
+    ModeOption(
+        'profile_file',
+        '',
+        "Batch latency profile to load (YAML from a GPU server, say); '' = measure at start-up",
+    ),
+    ModeOption(
+        'profile_image',
+        [96, 128],
+        'Frame size [height, width] the start-up profile is measured on',
+    ),
+    ModeOption('max_clients', 64, 'Robots admitted and waiting together', 1, 4096),
+)
+OPTION_DEFAULTS: dict[str, Any] = {option.name: option.default for option in OPTION_SPECS}
+# Scheduler run times kept for the diagnostics' percentiles.
+_RUN_TIMES_KEPT = 256
 # Largest frame list a plan reply carries (a 1 s horizon at 240 fps, every frame).
 _MAX_PLAN_FRAMES = 240
 
@@ -90,6 +113,7 @@ class AriseServerMode(ServerMode):
     """Admit, plan and batch the depth requests of many robots."""
 
     name = 'arise'
+    option_specs = OPTION_SPECS
 
     def __init__(self, context: ServerModeContext) -> None:
         super().__init__(context)
@@ -125,6 +149,10 @@ class AriseServerMode(ServerMode):
         self._executor: BatchExecutor | None = None
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
+        # For the diagnostics (all under self._lock).
+        self._run_times_s: deque[float] = deque(maxlen=_RUN_TIMES_KEPT)
+        self._counts = {'evicted': 0, 'refused': 0, 'admitted': 0}
+        self._window = (time.monotonic(), 0.0, 0, 0)  # when, busy_s, batches, requests
 
     def _profile(self, options: Mapping[str, Any]) -> BatchLatencyProfile:
         path = str(_option(options, 'profile_file'))
@@ -209,6 +237,7 @@ class AriseServerMode(ServerMode):
             if len(self._robots) >= self.max_clients or not self._scheduler.request_admission(
                 client
             ):
+                self._counts['refused'] += 1
                 return ServerReply(fields={'status': 'refused', 'reason': 'full'})
             robot.joined = True
             robot.status = 'waiting'
@@ -349,11 +378,15 @@ class AriseServerMode(ServerMode):
 
     def _run_once(self) -> None:
         with self._lock:
+            started = time.perf_counter()
             plan = self._scheduler.run(time.monotonic())
+            self._run_times_s.append(time.perf_counter() - started)
+            self._counts['admitted'] += len(plan.admitted)
             executor = self._executor
             for client_id in plan.evicted:
                 robot = self._robots.get(client_id)
                 if robot is not None:
+                    self._counts['evicted'] += 1
                     self.context.logger.info(
                         'arise: evicted %s (%s): its SLA no longer fits', robot.name, client_id
                     )
@@ -375,6 +408,99 @@ class AriseServerMode(ServerMode):
         if robot.poll is not None and robot.seq > robot.poll_after:
             _answer(robot.poll, robot.reply)
             robot.poll = None
+
+    # --- diagnostics ----------------------------------------------------------------------
+
+    def diagnostics(self) -> list[ModeStatus]:
+        """Return the fleet's status and one per robot (see the module docstring)."""
+        with self._lock:
+            robots = list(self._robots.values())
+            plan = self._scheduler.plan
+            clients = dict(self._scheduler.clients) | dict(self._scheduler.waiting)
+            run_times = sorted(self._run_times_s)
+            counts = dict(self._counts)
+            executor = self._executor
+            now = time.monotonic()
+            window_values = {}
+            if executor is not None:
+                stats = executor.stats
+                then, busy_then, batches_then, requests_then = self._window
+                span = now - then
+                batches = stats.batches - batches_then
+                requests = stats.requests - requests_then
+                window_values = {
+                    'batches per s': f'{batches / span:.1f}' if span > 0 else '0.0',
+                    'mean batch size': f'{requests / batches:.2f}' if batches else '0.00',
+                    'idle share': f'{max(0.0, 1.0 - (stats.busy_s - busy_then) / span):.2f}'
+                    if span > 0
+                    else '1.00',
+                    'late requests total': stats.late_requests,
+                    'unplanned requests total': stats.unplanned_requests,
+                }
+                self._window = (now, stats.busy_s, stats.batches, stats.requests)
+        admitted = sum(robot.status == 'admitted' for robot in robots)
+        waiting = sum(robot.status == 'waiting' for robot in robots)
+        fleet = ModeStatus(
+            'arise fleet',
+            'ok',
+            f'{admitted} robot(s) admitted, {waiting} waiting',
+            {
+                'admitted': admitted,
+                'waiting': waiting,
+                'admissions total': counts['admitted'],
+                'evictions total': counts['evicted'],
+                'refusals total': counts['refused'],
+                'policy': self.policy,
+                'model': self.model_name,
+                'max batch': self.max_batch,
+                'scheduler runs kept': len(run_times),
+                'scheduler run p50 ms': f'{_percentile(run_times, 0.5) * 1e3:.3f}',
+                'scheduler run p99 ms': f'{_percentile(run_times, 0.99) * 1e3:.3f}',
+                **window_values,
+                'latency profile': self.profile.source,
+            },
+        )
+        statuses = [fleet]
+        for robot in sorted(robots, key=lambda r: (r.name, r.client_id)):
+            statuses.append(_robot_status(robot, clients.get(robot.client_id), plan))
+        return statuses
+
+
+def _robot_status(robot: _Robot, client: ClientState | None, plan: Plan | None) -> ModeStatus:
+    label = robot.name or robot.client_id
+    values: dict[str, Any] = {'session': robot.client_id, 'status': robot.status}
+    own = plan.clients.get(robot.client_id) if plan is not None else None
+    if client is not None:
+        values['sla'] = f'{client.sla:.4f}'
+        values['fps'] = f'{client.fps:g}'
+        values['reported drop rate'] = (
+            'none yet' if client.drop_rate is None else f'{client.drop_rate:.5f}'
+        )
+        values['newest result frame'] = (
+            'none' if client.last_result_frame is None else client.last_result_frame
+        )
+    level, message = 'ok', robot.status
+    if own is not None:
+        values['interval (frames)'] = own.interval
+        values['batch size'] = own.batch_size
+        values['estimated drop'] = f'{own.estimated_drop:.4f}'
+        values['planned frames'] = len(own.requests)
+        message = (
+            f'admitted: every {own.interval} frames, batch {own.batch_size}, estimated drop '
+            f'{own.estimated_drop:.4f} of SLA {own.sla:.4f}'
+        )
+        if own.estimated_drop > own.sla:
+            level = 'warn'
+            message += ' (over its SLA)'
+    elif robot.status == 'waiting':
+        level, message = 'warn', 'waiting for admission: running locally'
+    return ModeStatus(f'arise robot {label}', level, message, values)
+
+
+def _percentile(ordered: list[float], share: float) -> float:
+    if not ordered:
+        return 0.0
+    return ordered[min(len(ordered) - 1, math.ceil(share * len(ordered)) - 1)]
 
 
 def _plan_fields(plan: Plan, client_id: str) -> dict[str, Any]:

@@ -53,6 +53,24 @@ def _robot(keys, secret, endpoint: str, name: str, summary, *extra: str) -> subp
     )
 
 
+def _arise_arguments(tmp_path) -> tuple[str, ...]:
+    """Serve ARISE with a fixed profile file, as a GPU server's measured one is loaded.
+
+    The profile is slower than this machine's CPU, so batches finish within their slots; and
+    a profile measured at start-up on a loaded test machine could plan no robot at all.
+    """
+    profile = tmp_path / 'profile.yaml'
+    if not profile.exists():
+        save_profile(
+            BatchLatencyProfile('accumo_depth', {1: 0.05, 2: 0.06, 3: 0.07, 4: 0.08}, 'test'),
+            profile,
+        )
+    return (
+        *('--modes', 'nnto,arise', '--mode-option', 'arise.max_batch=4'),
+        *('--mode-option', f'arise.profile_file={profile}'),
+    )
+
+
 def test_arise_admits_schedules_evicts_and_every_robot_keeps_getting_results(tmp_path):
     keys = make_test_keys(tmp_path)
     fleet = (
@@ -63,23 +81,7 @@ def test_arise_admits_schedules_evicts_and_every_robot_keeps_getting_results(tmp
         ('storm', ('--rate', '0.004', '--rate-change', '4:0.5')),
     )
     secrets = {name: authorize_robot(keys, name) for name, _ in fleet}
-    # The scheduler plans with this profile (a slower server than this machine's CPU, as
-    # a GPU server's measured profile would be loaded), so batches finish within their slots.
-    profile = tmp_path / 'profile.yaml'
-    save_profile(
-        BatchLatencyProfile('accumo_depth', {1: 0.05, 2: 0.06, 3: 0.07, 4: 0.08}, 'test'),
-        profile,
-    )
-    server = HeadlessServer(
-        keys,
-        ['accumo_depth'],
-        '--modes',
-        'nnto,arise',
-        '--mode-option',
-        'arise.max_batch=4',
-        '--mode-option',
-        f'arise.profile_file={profile}',
-    )
+    server = HeadlessServer(keys, ['accumo_depth'], *_arise_arguments(tmp_path))
     endpoint = f'tcp://127.0.0.1:{server.port}'
     try:
         robots = {
@@ -115,9 +117,7 @@ def test_robots_whose_server_dies_run_locally_within_two_seconds(tmp_path):
     keys = make_test_keys(tmp_path)
     names = ('r0', 'r1', 'r2')
     secrets = {name: authorize_robot(keys, name) for name in names}
-    server = HeadlessServer(
-        keys, ['accumo_depth'], '--modes', 'nnto,arise', '--mode-option', 'arise.max_batch=4'
-    )
+    server = HeadlessServer(keys, ['accumo_depth'], *_arise_arguments(tmp_path))
     endpoint = f'tcp://127.0.0.1:{server.port}'
     robots = {
         name: _robot(
@@ -149,7 +149,7 @@ def test_robots_move_to_the_second_server_when_the_first_dies(tmp_path):
     keys = make_test_keys(tmp_path)
     names = ('r0', 'r1', 'r2')
     secrets = {name: authorize_robot(keys, name) for name in names}
-    arguments = ('--modes', 'nnto,arise', '--mode-option', 'arise.max_batch=4')
+    arguments = _arise_arguments(tmp_path)
     first = HeadlessServer(keys, ['accumo_depth'], *arguments)
     second = HeadlessServer(keys, ['accumo_depth'], *arguments)
     endpoints = [f'tcp://127.0.0.1:{server.port}' for server in (first, second)]

@@ -10,8 +10,9 @@ import time
 import pytest
 import torch
 
-from arise_ros.client import AriseSession, RobotTask
+from arise_ros.client import AriseMembership, AriseSession, RobotTask
 from edge_offload.errors import ServerRejectedError
+from edge_offload_testing import free_tcp_port
 from edge_offload_testing.offload import edge_client_for, loopback_edge_server, make_test_keys
 
 OPTIONS = {'model': 'tiny_cnn', 'profile_image': [64, 64], 'max_batch': 2, 'period_s': 0.05}
@@ -113,4 +114,73 @@ def test_a_waiting_robot_is_not_taken_for_lost_while_its_long_polls_time_out(tmp
     finally:
         first.close()
         second.close()
+        server.stop()
+
+
+def _statuses(server) -> dict:
+    return {status.name: status for status in server.mode_diagnostics()}
+
+
+def test_diagnostics_show_the_fleet_and_each_admitted_robot(tmp_path):
+    keys = make_test_keys(tmp_path)
+    server = loopback_edge_server(
+        keys, models=['tiny_cnn'], modes=['arise'], mode_options={'arise': dict(OPTIONS)}
+    )
+    client = edge_client_for(keys, server.start())
+    try:
+        assert client.wait_connected(10.0)
+        fleet = _statuses(server)['arise fleet']
+        assert fleet.message == '0 robot(s) admitted, 0 waiting'
+        assert fleet.values['latency profile'].startswith('measured at start-up')
+        session = AriseSession(client, RobotTask('r1', 30.0, 0.04, 0.004, 0.002, 0.003))
+        assert session.join(0) == 'waiting'
+        deadline = time.monotonic() + 10.0
+        while session.status != 'admitted' and time.monotonic() < deadline:
+            time.sleep(0.05)
+        statuses = _statuses(server)
+        robot = statuses['arise robot r1']
+        assert robot.level == 'ok', robot
+        assert robot.message.startswith('admitted: every'), robot
+        assert robot.values['sla'] == '0.0400'
+        assert robot.values['interval (frames)'] == session.plan().interval
+        assert float(robot.values['estimated drop']) <= 0.04
+        assert statuses['arise fleet'].values['admitted'] == 1
+        assert statuses['arise fleet'].values['admissions total'] == 1
+        session.leave()
+        assert 'arise robot r1' not in _statuses(server)
+    finally:
+        client.close()
+        server.stop()
+
+
+def test_a_robot_started_before_its_server_runs_locally_then_joins_it(tmp_path):
+    keys = make_test_keys(tmp_path)
+    port = free_tcp_port()
+    endpoint = f'tcp://127.0.0.1:{port}'
+    statuses = []
+    membership = AriseMembership(
+        [endpoint],
+        lambda at: edge_client_for(keys, at),
+        RobotTask('early', 30.0, 0.04, 0.004, 0.002, 0.003),
+        on_status=lambda status, reason: statuses.append(status),
+        connect_timeout_s=0.3,
+    )
+    membership.start(0)  # returns: no server yet, the robot runs locally
+    assert membership.status == 'lost'
+    server = loopback_edge_server(
+        keys,
+        endpoint=endpoint,
+        models=['tiny_cnn'],
+        modes=['arise'],
+        mode_options={'arise': dict(OPTIONS)},
+    )
+    server.start()
+    try:
+        deadline = time.monotonic() + 15.0
+        while membership.status != 'admitted' and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert membership.status == 'admitted', statuses
+        assert membership.endpoint == endpoint
+    finally:
+        membership.leave()
         server.stop()

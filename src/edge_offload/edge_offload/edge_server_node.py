@@ -21,6 +21,7 @@ it deactivates, so the lifecycle state says "not serving" too.
 
 from __future__ import annotations
 
+import logging
 import sys
 
 from diagnostic_msgs.msg import DiagnosticStatus
@@ -34,11 +35,13 @@ from edge_offload.diagnostics import (
 )
 from edge_offload.keys import KeyFileError
 from edge_offload.models import UnknownModelError
+from edge_offload.modes.base import available_server_modes, load_server_mode_class
 from edge_offload.ros_logging import forward_python_logging
 from edge_offload.ros_node_main import run_lifecycle_node
 from edge_offload.ros_params import ParamSpec, declare_parameters, parameter_values
 from edge_offload.server import EdgeServer, ServerConfig
 
+_logger = logging.getLogger('edge_offload.server')
 _DEFAULTS = ServerConfig()
 PARAMETERS = (
     ParamSpec('endpoint', _DEFAULTS.endpoint, 'ZeroMQ endpoint to bind, e.g. tcp://0.0.0.0:5555'),
@@ -132,6 +135,33 @@ PARAMETERS = (
 # Failed restarts of a dead serving loop, in a row, before the node deactivates.
 _MAX_RESTART_FAILURES = 3
 _SERVER_FIELDS = {spec.name for spec in PARAMETERS} - {'diagnostics_period_s', 'autostart'}
+_LEVELS = {
+    'ok': DiagnosticStatus.OK,
+    'warn': DiagnosticStatus.WARN,
+    'error': DiagnosticStatus.ERROR,
+}
+
+
+def server_mode_option_parameters() -> tuple[ParamSpec, ...]:
+    """Return ``<mode>.<option>`` parameters for every registered server mode's options."""
+    specs = []
+    for name in available_server_modes():
+        try:
+            options = load_server_mode_class(name).option_specs
+        except Exception as error:  # noqa: BLE001 - a broken plug-in must not stop the server
+            _logger.warning('server mode %s: options not declared: %s', name, error)
+            continue
+        specs.extend(
+            ParamSpec(
+                f'{name}.{option.name}',
+                option.default,
+                f'{name} server mode: {option.description}',
+                option.min_value,
+                option.max_value,
+            )
+            for option in options
+        )
+    return tuple(specs)
 
 
 class EdgeServerNode(LifecycleNode):
@@ -140,6 +170,8 @@ class EdgeServerNode(LifecycleNode):
     def __init__(self, **kwargs) -> None:
         super().__init__('edge_server', **kwargs)
         declare_parameters(self, PARAMETERS)
+        self._mode_parameters = server_mode_option_parameters()
+        declare_parameters(self, self._mode_parameters)
         forward_python_logging(self, 'edge_offload.server')
         self._server: EdgeServer | None = None
         self._diagnostics_publisher = None
@@ -152,9 +184,16 @@ class EdgeServerNode(LifecycleNode):
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Load models and keys; fail with a clear log line on any bad setting."""
         values = parameter_values(self, PARAMETERS)
+        served = set(values['modes'])
+        # The served modes' options; the others' declared defaults are not this server's.
+        options = {
+            key: value
+            for key, value in parameter_values(self, self._mode_parameters).items()
+            if key.partition('.')[0] in served
+        }
         try:
             config = ServerConfig.from_mapping(
-                {key: value for key, value in values.items() if key in _SERVER_FIELDS}
+                {key: value for key, value in values.items() if key in _SERVER_FIELDS} | options
             )
             self._server = EdgeServer(config)
         except (ValueError, KeyError, KeyFileError, UnknownModelError) as error:
@@ -275,7 +314,17 @@ class EdgeServerNode(LifecycleNode):
             values,
             hardware_id=server.config.server_id,
         )
-        self._diagnostics_publisher.publish(diagnostic_array(self, [status]))
+        mode_statuses = [
+            diagnostic_status(
+                f'{self.get_name()}: {mode_status.name}',
+                _LEVELS[mode_status.level],
+                mode_status.message,
+                mode_status.values,
+                hardware_id=mode_status.hardware_id or server.config.server_id,
+            )
+            for mode_status in server.mode_diagnostics()
+        ]
+        self._diagnostics_publisher.publish(diagnostic_array(self, [status, *mode_statuses]))
 
 
 def main(args: list[str] | None = None) -> int:

@@ -109,25 +109,39 @@ def generate_key_pair(directory: str | os.PathLike[str], name: str) -> tuple[Pat
     return Path(public_file), Path(secret_file)
 
 
+def ensure_keys(directory: str | os.PathLike[str], robots: list[str]) -> dict[str, str]:
+    """Create the server's and ``robots``' CURVE keys in ``directory`` where missing.
+
+    Every robot's public key is authorised in ``directory/authorized_clients``; existing
+    pairs are kept. Returns the key files: server_secret, server_public, authorized, and
+    ``<robot>_secret`` per robot.
+    """
+    directory = expand_path(directory)
+    for name in ('server', *robots):
+        if not name or '/' in name or name.startswith('.'):
+            raise ValueError(f'invalid key name {name!r}')
+        if not (directory / f'{name}.key_secret').is_file():
+            generate_key_pair(directory, name)
+    authorized = directory / AUTHORIZED_CLIENTS_SUBDIR
+    authorized.mkdir(parents=True, exist_ok=True)
+    files = {
+        'server_secret': str(directory / 'server.key_secret'),
+        'server_public': str(directory / 'server.key'),
+        'authorized': str(authorized),
+    }
+    for name in robots:
+        public = directory / f'{name}.key'
+        (authorized / public.name).write_bytes(public.read_bytes())
+        files[f'{name}_secret'] = str(directory / f'{name}.key_secret')
+    return files
+
+
 def ensure_loopback_keys(directory: Path) -> dict[str, str]:
     """Create server and robot CURVE keys in ``directory`` if missing (a loopback set-up).
 
     Returns the key parameters: server_secret, server_public, robot_secret, authorized.
     """
-    directory = directory.expanduser()
-    for name in ('server', 'robot'):
-        if not (directory / f'{name}.key_secret').is_file():
-            generate_key_pair(directory, name)
-    authorized = directory / AUTHORIZED_CLIENTS_SUBDIR
-    authorized.mkdir(parents=True, exist_ok=True)
-    robot_public = directory / 'robot.key'
-    (authorized / robot_public.name).write_bytes(robot_public.read_bytes())
-    return {
-        'server_secret': str(directory / 'server.key_secret'),
-        'server_public': str(directory / 'server.key'),
-        'robot_secret': str(directory / 'robot.key_secret'),
-        'authorized': str(authorized),
-    }
+    return ensure_keys(directory, ['robot'])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -53,16 +53,22 @@ def common_arguments(nodes: str) -> list[DeclareLaunchArgument]:
 
 
 def respawning_lifecycle_node(
-    context: LaunchContext, package: str, name: str, params_file: Path, **kwargs: Any
+    context: LaunchContext,
+    package: str,
+    name: str,
+    params_file: Path,
+    executable: str | None = None,
+    **kwargs: Any,
 ) -> LifecycleNode:
     """Return lifecycle node ``name`` that ros2 launch restarts when it dies.
 
     With its ``autostart`` parameter it configures and activates itself at every start, so
     a killed bridge or edge server serves again without anyone calling ros2 lifecycle.
+    ``executable`` defaults to ``name`` (one node of its kind).
     """
     return LifecycleNode(
         package=package,
-        executable=name,
+        executable=executable or name,
         name=name,
         namespace=argument(context, 'namespace'),
         parameters=[params_file],

@@ -125,5 +125,12 @@ def write_parameter_file(
         for node, values in parameters.items()
     }
     path = Path(path)
-    path.write_text(yaml.safe_dump(document, sort_keys=False))
+    path.write_text(yaml.dump(document, Dumper=_NoAliasDumper, sort_keys=False))
     return path
+
+
+class _NoAliasDumper(yaml.SafeDumper):
+    """Write a value shared by several nodes in full each time: rcl refuses YAML aliases."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True

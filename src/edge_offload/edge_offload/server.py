@@ -58,6 +58,7 @@ import statistics
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -78,10 +79,12 @@ from edge_offload.keys import (
 )
 from edge_offload.models import ModelCache
 from edge_offload.modes.base import (
+    ModeStatus,
     ServerCall,
     ServerMode,
     ServerModeContext,
     ServerReply,
+    available_server_modes,
     load_server_mode_class,
 )
 from edge_offload.parameter_files import (
@@ -165,13 +168,19 @@ class ServerConfig:
         """Build a config from a parameter map; unknown keys are an error."""
         known = {item.name for item in fields(cls)}
         values = dict(values)
-        # ``<mode>.<option>`` (as ROS parameters name them) goes to that mode's options.
+        # ``<mode>.<option>`` (as ROS parameters name them) goes to that mode's options. A
+        # parameter file may set the options of a registered mode it does not serve (the
+        # node declares them all); those are not this server's and are left out.
         modes = values.get('modes', cls().modes)
         options = {name: dict(opts) for name, opts in values.pop('mode_options', {}).items()}
-        for key in [key for key in values if '.' in key]:
+        dotted = [key for key in values if '.' in key]
+        registered = set(available_server_modes()) if dotted else set()
+        for key in dotted:
             mode, _, option = key.partition('.')
             if mode in modes and option:
                 options.setdefault(mode, {})[option] = values.pop(key)
+            elif mode in registered and option:
+                del values[key]
         values['mode_options'] = options
         unknown = sorted(set(values) - known)
         if unknown:
@@ -527,6 +536,19 @@ class EdgeServer:
                 uptime_s=time.monotonic() - self._started_at if self._started_at else 0.0,
                 models=models,
             )
+
+    def mode_diagnostics(self) -> list[ModeStatus]:
+        """Return every served mode's statuses (a mode whose report fails says so)."""
+        statuses: list[ModeStatus] = []
+        for name, mode in list(self._modes.items()):
+            try:
+                statuses.extend(mode.diagnostics())
+            except Exception as error:  # noqa: BLE001 - one mode's bug must not hide the rest
+                _logger.exception('mode %s: diagnostics failed', name)
+                statuses.append(
+                    ModeStatus(f'{name} mode', 'error', f'diagnostics failed: {error}')
+                )
+        return statuses
 
     # -- I/O thread ------------------------------------------------------------------
 
@@ -1226,11 +1248,25 @@ NODE_ONLY_PARAMETERS = frozenset({'diagnostics_period_s'})
 
 
 def load_params_file(path: str | Path, node_name: str) -> dict[str, Any]:
-    """Return ``node_name``'s ``ros__parameters`` from a ROS 2 parameter YAML file."""
+    """Return ``node_name``'s ``ros__parameters`` from a ROS 2 parameter YAML file.
+
+    Nested mappings are flattened to dotted names, as ROS does (``arise: {max_batch: 4}``
+    is the parameter ``arise.max_batch``).
+    """
     sections = load_parameter_file(path)
     if node_name not in sections and WILDCARD not in sections:
         raise ParameterFileError(f'{path} has no ros__parameters for {node_name}')
-    return node_parameters(sections, node_name)
+    return _flatten(node_parameters(sections, node_name))
+
+
+def _flatten(values: Mapping[str, Any], prefix: str = '') -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for key, value in values.items():
+        if isinstance(value, Mapping):
+            flat.update(_flatten(value, f'{prefix}{key}.'))
+        else:
+            flat[f'{prefix}{key}'] = value
+    return flat
 
 
 def main(argv: list[str] | None = None) -> int:

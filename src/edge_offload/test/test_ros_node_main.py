@@ -27,10 +27,10 @@ _NODE = textwrap.dedent(
     """
     import sys, threading, time
     from rclpy.node import Node
-    from edge_offload import ros_node_main
+    from edge_offload import stop_signals
     from edge_offload.ros_node_main import run_node
-    ros_node_main.WATCHDOG_S = 30.0
-    ros_node_main.HARD_LIMIT_S = 40.0
+    stop_signals.WATCHDOG_S = 30.0
+    stop_signals.HARD_LIMIT_S = 40.0
 
     class Busy(Node):
         def __init__(self):

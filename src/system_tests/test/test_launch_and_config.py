@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
 import yaml
 
 from edge_offload import edge_server_node, offload_bridge_node
@@ -26,11 +27,19 @@ def _declared(specs) -> set[str]:
     return {spec.name for spec in specs} - {'autostart'}
 
 
-def test_edge_server_yaml_matches_the_node_and_validates():
-    params = load_params_file(PACKAGE / 'config' / 'edge_server.yaml', 'edge_server')
-    assert set(params) == _declared(edge_server_node.PARAMETERS)
+@pytest.mark.parametrize('name', ['edge_server.yaml', 'arise_fleet.yaml'])
+def test_edge_server_yaml_matches_the_node_and_validates(name):
+    params = load_params_file(PACKAGE / 'config' / name, 'edge_server')
+    mode_options = edge_server_node.server_mode_option_parameters()
+    assert {'arise.max_batch', 'arise.policy'} <= _declared(mode_options)
+    assert set(params) == _declared(edge_server_node.PARAMETERS) | _declared(mode_options)
+    for spec in mode_options:
+        assert type(params[spec.name]) is type(spec.default), spec.name
     values = {key: value for key, value in params.items() if key not in NODE_ONLY_PARAMETERS}
-    ServerConfig.from_mapping(values).validate()
+    config = ServerConfig.from_mapping(values)
+    config.validate()
+    # Only a served mode's options reach it.
+    assert set(config.mode_options) <= set(config.modes)
 
 
 def _flatten(params: dict, prefix: str = '') -> dict:

@@ -10,9 +10,11 @@ the default parameter files. They need the ROS 2 command line (see
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
+import socket
 import time
 from pathlib import Path
 
@@ -23,6 +25,7 @@ from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 
+from arise_ros.latency_profile import BatchLatencyProfile, save_profile
 from edge_offload_testing import free_tcp_port, spin_until
 from edge_offload_testing.ros2_cli import (
     Ros2Launch,
@@ -64,6 +67,9 @@ EXPECTED_ARGUMENTS = {
     'offload_substrate.launch.py': _COMMON
     | {'bridge_params_file', 'server_params_file', 'start_edge_server', 'mode'}
     | {'server_endpoint'},
+    'arise_fleet.launch.py': _COMMON
+    | {'params_file', 'robots', 'servers', 'host', 'port', 'keys_dir', 'sla', 'fps'}
+    | {'drop_rates', 'duration_s', 'start_spacing_s'},
 }
 
 
@@ -340,3 +346,154 @@ def test_two_machines_offload_every_frame_and_recover_from_kill_9(
     finally:
         robot.close()
         edge.close()
+
+
+def _two_free_ports() -> int:
+    """Return a port that, with the next one, was free a moment ago."""
+    for _ in range(50):
+        port = free_tcp_port()
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            try:
+                probe.bind(('127.0.0.1', port + 1))
+            except OSError:
+                continue
+        return port
+    raise RuntimeError('no two consecutive free ports')
+
+
+def _server_pid(launch: Ros2Launch, node: str) -> int | None:
+    """Return the pid of the running ``edge_server`` process that is node ``node``.
+
+    ros2 launch names the processes after their executable, not their node.
+    """
+    for event in reversed(launch.events()):
+        if event.kind != 'started' or not event.process.startswith('edge_server-'):
+            continue
+        try:
+            command = Path(f'/proc/{event.pid}/cmdline').read_bytes().split(b'\0')
+        except OSError:
+            continue  # gone
+        if f'__node:={node}'.encode() in command:
+            return event.pid
+    return None
+
+
+def _admitted(servers: dict[str, dict[str, tuple[str, dict[str, str]]]], server: str) -> set:
+    """Return the robots ``server``'s newest diagnostics report admitted."""
+    return {
+        name.split('arise robot ', 1)[1]
+        for name, (message, _) in servers.get(server, {}).items()
+        if 'arise robot ' in name and message.startswith('admitted')
+    }
+
+
+def test_arise_fleet_admits_robots_on_two_servers_survives_a_kill_and_stops_on_ctrl_c(
+    user_home, tmp_path, ros_context, ros_executor
+):
+    # The fleet launch as written, with two servers and three robots; the parameter file
+    # is the default one with a fixed latency profile (so that the servers do not spend
+    # their start measuring one on a loaded CI machine) and diagnostics every 0.2 s.
+    profile = tmp_path / 'profile.yaml'
+    save_profile(
+        BatchLatencyProfile(
+            'accumo_depth',
+            {size: 0.04 + 0.03 * size for size in range(1, 9)},
+            'test: a fixed CPU-like curve',
+        ),
+        profile,
+    )
+    default = Path(get_package_share_directory('bringup')) / 'config' / 'arise_fleet.yaml'
+    parameters = yaml.safe_load(default.read_text())
+    server = parameters['edge_server']['ros__parameters']
+    server['arise']['profile_file'] = str(profile)
+    server['diagnostics_period_s'] = 0.2
+    params_file = tmp_path / 'arise_fleet.yaml'
+    params_file.write_text(yaml.safe_dump(parameters))
+    port = _two_free_ports()
+    launch = Ros2Launch(
+        [
+            'bringup',
+            'arise_fleet.launch.py',
+            'robots:=3',
+            'servers:=2',
+            f'port:={port}',
+            f'params_file:={params_file}',
+            f'keys_dir:={tmp_path / "fleet_keys"}',
+        ],
+        tmp_path,
+        'arise_fleet',
+    )
+    try:
+        node = Node('arise_fleet_watcher', context=ros_context)
+        # Each server's newest statuses (a message carries all of one server's).
+        servers: dict[str, dict[str, tuple[str, dict[str, str]]]] = {}
+
+        def on_diagnostics(message: DiagnosticArray) -> None:
+            for status in message.status:
+                server = status.name.split(':', 1)[0]
+                if server.startswith('edge_server_'):
+                    servers[server] = {}
+            for status in message.status:
+                server = status.name.split(':', 1)[0]
+                if server.startswith('edge_server_'):
+                    servers[server][status.name] = (
+                        status.message,
+                        {value.key: value.value for value in status.values},
+                    )
+
+        node.create_subscription(DiagnosticArray, '/diagnostics', on_diagnostics, RELIABLE)
+        ros_executor.add_node(node)
+        robots = {'robot_0', 'robot_1', 'robot_2'}
+        # Robot i starts on server i mod 2: the fleet is spread over both.
+        spread = lambda: (  # noqa: E731
+            _admitted(servers, 'edge_server_0') == {'robot_0', 'robot_2'}
+            and _admitted(servers, 'edge_server_1') == {'robot_1'}
+        )
+        assert spin_until(ros_executor, spread, timeout_s=90.0), (
+            f'{servers}\n{launch.output()[-3000:]}'
+        )
+        fleet = servers['edge_server_0']['edge_server_0: arise fleet'][1]
+        assert fleet['admitted'] == '2', fleet
+        assert fleet['policy'] == 'planned', fleet
+        assert fleet['latency profile'] == 'test: a fixed CPU-like curve', fleet
+        robot = servers['edge_server_1']['edge_server_1: arise robot robot_1'][1]
+        assert robot['sla'] == '0.0400', robot
+        assert int(robot['interval (frames)']) >= 1, robot
+        assert float(robot['estimated drop']) <= 0.04, robot
+
+        # kill -9 of server 0: its robots join server 1 (running locally meanwhile), and
+        # ros2 launch respawns server 0, which configures itself and reports again.
+        killed_pid = _server_pid(launch, 'edge_server_0')
+        os.kill(killed_pid, signal.SIGKILL)
+        moved = lambda: _admitted(servers, 'edge_server_1') == robots  # noqa: E731
+        assert spin_until(ros_executor, moved, timeout_s=30.0), (
+            f'{servers}\n{launch.output()[-3000:]}'
+        )
+        assert spin_until(
+            ros_executor,
+            lambda: _server_pid(launch, 'edge_server_0') not in (None, killed_pid),
+            timeout_s=30.0,
+        ), launch.launch_log()
+        servers.pop('edge_server_0', None)
+        # (and Ctrl-C below does not land while it still imports torch)
+        assert spin_until(ros_executor, lambda: 'edge_server_0' in servers, timeout_s=60.0), (
+            launch.output()[-3000:]
+        )
+
+        _assert_clean_interrupt(launch, {'edge_server', *robots})
+        summaries = [
+            json.loads(line.split('] ', 1)[1])
+            for line in launch.output().splitlines()
+            if line.startswith('[robot_') and '"server_results"' in line
+        ]
+        assert {summary['name'] for summary in summaries} == robots, launch.output()[-3000:]
+        for summary in summaries:
+            assert summary['server_results'] > 0, summary
+            # A frame in flight when its server is killed, or when Ctrl-C stops the server
+            # before the robot, is lost with the connection (the robot tracks on); no other.
+            assert summary['failed'] <= 2, json.dumps(summary)
+            lost = 'connection to the edge server lost'
+            assert all(lost in failure for failure in summary['failures']), json.dumps(summary)
+            assert summary['longest_gap_s'] < 2.0, summary
+    finally:
+        launch.close()

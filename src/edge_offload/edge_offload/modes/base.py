@@ -119,10 +119,13 @@ class ModeContext:
 
 @dataclass(frozen=True)
 class ModeOption:
-    """One tunable of a mode: the bridge declares it as the parameter ``<mode>.<name>``."""
+    """One tunable of a mode, declared as the parameter ``<mode>.<name>``.
+
+    The bridge declares its modes' options, the edge server node its server modes'.
+    """
 
     name: str
-    default: bool | int | float | str
+    default: bool | int | float | str | list[int]
     description: str
     min_value: float | None = None
     max_value: float | None = None
@@ -191,10 +194,31 @@ class ServerReply:
     model: str = ''
 
 
+@dataclass
+class ModeStatus:
+    """One line of a server mode's diagnostics (one per robot it serves, say).
+
+    ``level`` is ``'ok'``, ``'warn'`` or ``'error'``; ``values`` are shown as key/value pairs.
+    The edge server node publishes these on ``/diagnostics`` beside its own status.
+    """
+
+    name: str
+    level: str
+    message: str
+    values: dict[str, Any] = field(default_factory=dict)
+    hardware_id: str = ''
+
+    def __post_init__(self) -> None:
+        if self.level not in ('ok', 'warn', 'error'):
+            raise ValueError(f"a status level is 'ok', 'warn' or 'error', not {self.level!r}")
+
+
 class ServerMode(abc.ABC):
     """Server half of an offloading mode; one instance serves every session."""
 
     name: ClassVar[str] = ''
+    #: Options read from ``ServerModeContext.options``, with defaults and ranges.
+    option_specs: ClassVar[tuple[ModeOption, ...]] = ()
 
     def __init__(self, context: ServerModeContext) -> None:
         self.context = context
@@ -240,6 +264,14 @@ class ServerMode(abc.ABC):
     def stop(self) -> None:  # noqa: B027 - optional hook
         """Stop the mode's own threads when the server stops (it may start again)."""
 
+    def diagnostics(self) -> list[ModeStatus]:
+        """Return this mode's statuses for ``/diagnostics`` (none by default).
+
+        Called from the node's diagnostics timer: read state under the mode's lock, compute
+        nothing heavy.
+        """
+        return []
+
 
 def _load_class(group: str, name: str, base: type) -> type:
     for entry_point in entry_points(group=group, name=name):
@@ -264,3 +296,8 @@ def load_server_mode_class(name: str) -> type[ServerMode]:
 def available_modes() -> list[str]:
     """Return the names of the registered robot-side modes."""
     return sorted(ep.name for ep in entry_points(group=CLIENT_MODE_GROUP))
+
+
+def available_server_modes() -> list[str]:
+    """Return the names of the registered server-side modes."""
+    return sorted(ep.name for ep in entry_points(group=SERVER_MODE_GROUP))
