@@ -22,7 +22,13 @@ setup(
     license='Apache-2.0',
     extras_require={'test': ['pytest']},
     entry_points={
-        'console_scripts': ['arise_emulated_robot = arise_ros.emulated_robot:main'],
-        'edge_offload.server_modes': ['arise = arise_ros.server_mode:AriseServerMode'],
+        'console_scripts': [
+            'arise_emulated_robot = arise_ros.emulated_robot:main',
+            'arise_fleet = arise_ros.ray_fleet:main',
+        ],
+        'edge_offload.server_modes': [
+            'arise = arise_ros.server_mode:AriseServerMode',
+            'fleet = arise_ros.fleet_mode:FleetServerMode',
+        ],
     },
 )

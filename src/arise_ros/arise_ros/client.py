@@ -29,6 +29,8 @@ MODE = 'arise'
 LOCAL_STATUSES = frozenset({'new', 'waiting', 'evicted', 'refused', 'lost', 'left'})
 
 _logger = logging.getLogger('arise_ros.client')
+# The most servers a directory answer is read for.
+_MAX_DIRECTORY_SERVERS = 64
 
 
 @dataclass
@@ -221,13 +223,38 @@ class AriseSession:
                 self._on_status(status, reason)
 
 
+class FleetDirectoryClient:
+    """Ask the fleet's front door (the ``fleet`` mode) which ARISE servers to try."""
+
+    def __init__(self, client: EdgeClient, timeout_s: float = 1.0) -> None:
+        self._client = client
+        self._timeout_s = timeout_s
+
+    def where(self, avoid: str = '') -> list[str]:
+        """Return the servers to try, best first; raises OffloadError when it cannot say."""
+        # The first question may come before the connection is up (the robot just started).
+        self._client.wait_connected(self._timeout_s)
+        reply = self._client.call('fleet', 'where', {'avoid': avoid}, timeout_s=self._timeout_s)
+        servers = reply.fields.get('servers')
+        if not isinstance(servers, list) or not all(
+            isinstance(endpoint, str) and endpoint.startswith('tcp://') for endpoint in servers
+        ):
+            raise OffloadError(f'the fleet front door answered {servers!r}, not endpoints')
+        return servers[:_MAX_DIRECTORY_SERVERS]
+
+    def close(self) -> None:
+        self._client.close()
+
+
 class AriseMembership:
     """A robot's place in a fleet of ARISE servers: one server at a time, the next on loss.
 
-    It joins the first of ``endpoints``. When that server is lost, evicts the robot or
+    It joins the first server that takes it. When that server is lost, evicts the robot or
     refuses it, the robot runs locally (``status`` says why) while a background thread
-    joins the next server in the list; frame ids stay the robot's own. ``make_client``
-    builds the authenticated ``EdgeClient`` for an endpoint.
+    joins another; frame ids stay the robot's own. The servers to try, in order: those the
+    fleet's ``directory`` (its load balancer) names, when there is one, then ``endpoints``
+    (a fixed list, the fallback when the directory cannot be reached), the one left last.
+    ``make_client`` builds the authenticated ``EdgeClient`` for an endpoint.
     """
 
     MOVE_ON = frozenset({'lost', 'evicted', 'refused'})
@@ -239,16 +266,17 @@ class AriseMembership:
         task: RobotTask,
         on_status: Callable[[str, str], None] | None = None,
         connect_timeout_s: float = 2.0,
+        directory: FleetDirectoryClient | None = None,
     ) -> None:
-        if not endpoints:
-            raise ValueError('a robot needs at least one server endpoint')
+        if not endpoints and directory is None:
+            raise ValueError('a robot needs a server endpoint or a fleet directory')
         self._endpoints = list(endpoints)
+        self._directory = directory
         self._make_client = make_client
         self.task = task
         self._on_status = on_status
         self._connect_timeout_s = connect_timeout_s
         self._lock = threading.Lock()
-        self._index = -1
         self._client: EdgeClient | None = None
         self._session: AriseSession | None = None
         self._frame_now = 0
@@ -307,6 +335,8 @@ class AriseMembership:
             session.leave()
         if client is not None:
             client.close()
+        if self._directory is not None:
+            self._directory.close()
 
     def _heard(self, status: str, reason: str) -> None:
         if self._on_status is not None:
@@ -330,20 +360,41 @@ class AriseMembership:
             self._session = self._client = None
         if old is not None:
             old.close()
+        left = self.endpoint
         while not self._stop.is_set() and (rounds is None or rounds > 0):
             if rounds is not None:
                 rounds -= 1
-            for _ in range(len(self._endpoints)):
+            for endpoint in self._candidates(left):
                 if self._stop.is_set():
                     return
-                self._index = (self._index + 1) % len(self._endpoints)
-                if self._try_join(self._endpoints[self._index], status, reason):
+                if self._try_join(endpoint, status, reason):
                     return
             _logger.warning(
                 '%s: no ARISE server takes this robot; running locally', self.task.name
             )
             if rounds is None:
                 self._stop.wait(1.0)
+
+    def _candidates(self, left: str) -> list[str]:
+        """Return the servers to try now: the directory's, then the fixed list, ``left`` last."""
+        named: list[str] = []
+        if self._directory is not None:
+            try:
+                named = self._directory.where(left)
+            except OffloadError as error:
+                _logger.warning(
+                    '%s: the fleet directory did not answer (%s)%s',
+                    self.task.name,
+                    error,
+                    '; trying the fixed list' if self._endpoints else '',
+                )
+        start = self._endpoints.index(left) + 1 if left in self._endpoints else 0
+        fixed = self._endpoints[start:] + self._endpoints[:start]
+        ordered = list(dict.fromkeys(named + fixed))
+        if left in ordered:
+            ordered.remove(left)
+            ordered.append(left)
+        return ordered
 
     def _try_join(self, endpoint: str, status: str, reason: str) -> bool:
         client = self._make_client(endpoint)

@@ -29,7 +29,7 @@ from typing import NoReturn
 import torch
 
 from arise_ros.accuracy import frames_for
-from arise_ros.client import LOCAL_STATUSES, AriseMembership, RobotTask
+from arise_ros.client import LOCAL_STATUSES, AriseMembership, FleetDirectoryClient, RobotTask
 from edge_offload.client import ClientConfig, EdgeClient
 from edge_offload.stop_signals import StopRequest, finish_process
 
@@ -69,8 +69,12 @@ def run(args: argparse.Namespace, stop: StopRequest | threading.Event | None = N
         del statuses[:-_STATUSES_KEPT]
 
     task = RobotTask(args.name, args.fps, args.sla, args.uplink_s, args.downlink_s, args.rate)
+    directory = None
+    if args.fleet_endpoint:
+        directory = FleetDirectoryClient(make_client(args.fleet_endpoint))
+    endpoints = [endpoint for endpoint in args.endpoint.split(',') if endpoint]
     session = AriseMembership(
-        args.endpoint.split(','), make_client, task, on_status, args.connect_timeout_s
+        endpoints, make_client, task, on_status, args.connect_timeout_s, directory
     )
     session.start(0)
     lock = threading.Lock()
@@ -179,7 +183,12 @@ def main(argv: list[str] | None = None) -> NoReturn:
         prog='arise_emulated_robot', description='An emulated ARISE robot on the real protocol.'
     )
     parser.add_argument(
-        '--endpoint', required=True, help='server endpoint(s), comma-separated: the next on loss'
+        '--endpoint', default='', help='server endpoint(s), comma-separated: the next on loss'
+    )
+    parser.add_argument(
+        '--fleet-endpoint',
+        default='',
+        help="the fleet's front door (arise_fleet): it names the servers with room",
     )
     parser.add_argument('--secret-key-file', required=True)
     parser.add_argument('--server-public-key-file', required=True)
@@ -202,6 +211,8 @@ def main(argv: list[str] | None = None) -> NoReturn:
     parser.add_argument('--log-level', default='WARNING')
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), format='[%(levelname)s] %(message)s')
+    if not args.endpoint and not args.fleet_endpoint:
+        parser.error('give --endpoint, --fleet-endpoint or both')
     if not (math.isfinite(args.fps) and args.fps > 0 and args.duration_s >= 0):
         parser.error('--fps must be positive and --duration-s at least 0')
     # SIGINT (Ctrl-C, ros2 launch) and SIGTERM end the run: the robot leaves its server,

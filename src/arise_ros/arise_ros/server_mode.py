@@ -409,6 +409,29 @@ class AriseServerMode(ServerMode):
             _answer(robot.poll, robot.reply)
             robot.poll = None
 
+    # --- load, for the fleet's load balancer ------------------------------------------------
+
+    def load(self) -> dict[str, Any]:
+        """Return robots admitted and waiting, the current plan's idle share, the capacity.
+
+        The idle share is the part of the plan's horizon no batch is planned in (1.0 before
+        the first plan): the room a newcomer could use.
+        """
+        with self._lock:
+            plan = self._scheduler.plan
+            admitted = sum(robot.status == 'admitted' for robot in self._robots.values())
+            waiting = sum(robot.status == 'waiting' for robot in self._robots.values())
+        idle = 1.0
+        if plan is not None and plan.horizon_end_s > plan.created_s:
+            busy = sum(batch.latency_s for batch in plan.batches)
+            idle = max(0.0, 1.0 - busy / (plan.horizon_end_s - plan.created_s))
+        return {
+            'admitted': admitted,
+            'waiting': waiting,
+            'idle_share': idle,
+            'max_clients': self.max_clients,
+        }
+
     # --- diagnostics ----------------------------------------------------------------------
 
     def diagnostics(self) -> list[ModeStatus]:

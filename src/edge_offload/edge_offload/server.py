@@ -133,8 +133,8 @@ class ServerConfig:
     def validate(self) -> None:
         """Raise ValueError if a setting is invalid."""
         validate_transport(self.endpoint, self.security, self.allow_plaintext)
-        if not self.models:
-            raise ValueError('models must name at least one model')
+        if not self.models and not self.modes:
+            raise ValueError('a server needs models to serve, or modes that need none')
         stray = sorted(set(self.mode_options) - set(self.modes))
         if stray:
             raise ValueError(f'mode_options for modes this server does not serve: {stray}')
@@ -304,6 +304,11 @@ class EdgeServer:
                 models=self.models, logger=_logger, options=dict(config.mode_options.get(name, {}))
             )
             self._modes[name] = load_server_mode_class(name)(mode_context)
+        if not config.models and any(mode.needs_models for mode in self._modes.values()):
+            raise ValueError(
+                'models must name at least one model: modes '
+                f'{sorted(n for n, m in self._modes.items() if m.needs_models)} run models'
+            )
         self._key_pair = None
         if config.security == 'curve':
             self._key_pair = load_secret_key_pair(config.secret_key_file)
@@ -338,6 +343,14 @@ class EdgeServer:
         self.endpoint = ''
 
     # -- life cycle ------------------------------------------------------------------
+
+    def served_mode(self, name: str) -> ServerMode:
+        """Return the instance of server mode ``name`` this server serves (KeyError if none).
+
+        For the process that embeds the server: a fleet manager feeding a mode its data,
+        a replica reading a mode's load.
+        """
+        return self._modes[name]
 
     def start(self) -> str:
         """Bind and start serving; return the bound endpoint (port 0 is resolved)."""

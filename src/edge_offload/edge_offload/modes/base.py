@@ -219,6 +219,8 @@ class ServerMode(abc.ABC):
     name: ClassVar[str] = ''
     #: Options read from ``ServerModeContext.options``, with defaults and ranges.
     option_specs: ClassVar[tuple[ModeOption, ...]] = ()
+    #: False for a mode that runs no model (a directory): its server may load none.
+    needs_models: ClassVar[bool] = True
 
     def __init__(self, context: ServerModeContext) -> None:
         self.context = context
