@@ -137,9 +137,11 @@ def test_ray_supervised_servers_lose_no_robot_when_one_is_killed(tmp_path):
         time.sleep(5.0)  # the robots are placed, admitted and offload
         killed = _owner(manager, port + 1)
         assert killed is not None
+        killed_at = time.monotonic()
         psutil.Process(killed).kill()
         # Ray starts the server again, in a new process, on the same endpoint.
         assert _wait(lambda: _owner(manager, port + 1) not in (None, killed), 30.0)
+        print(f'killed server listening again after {time.monotonic() - killed_at:.2f} s')  # noqa: T201
         outputs = {name: robot.communicate(timeout=120)[0] for name, robot in robots.items()}
     finally:
         for robot in robots.values():
@@ -167,6 +169,12 @@ def test_ray_supervised_servers_lose_no_robot_when_one_is_killed(tmp_path):
         assert all(lost in failure for failure in summary['failures']), summary
         if 'lost' in statuses:
             moved += 1
+            lost_at = next(t for t, status in summary['statuses'] if status == 'lost')
+            back_at = [t for t, status in summary['statuses'] if status == 'admitted'][-1]
+            print(  # noqa: T201 - the figures of the run
+                f'{name}: admitted elsewhere {back_at - lost_at:.3f} s after the loss; '
+                f'longest gap {summary["longest_gap_s"]} s'
+            )
             assert 'admitted' in statuses[statuses.index('lost') :], summary
             assert len(summary['results_by_endpoint']) == 2, summary
     # the front door spreads three robots over two servers: the killed one held some
