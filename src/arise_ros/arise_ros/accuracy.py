@@ -17,6 +17,9 @@ frames.
 from __future__ import annotations
 
 import math
+import statistics
+from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 
@@ -87,6 +90,138 @@ class DropRateEstimator:
             self._rate += self._smoothing * (measured - self._rate)
         self._samples += 1
         return self._rate
+
+
+class StrideRegressionEstimator:
+    """Drop rate as the slope of a line with an intercept through recent (stride, drop) pairs.
+
+    Why not one pair: the drop a robot can measure online is the task metric of a tracked
+    map against the server's map of the same frame. Two server maps of one scene differ even
+    where the tracker is exact (the net's errors change from frame to frame), so that drop
+    is ``floor + rate × stride`` with a floor of about 0.01-0.02 AbsRel already at stride 1;
+    dividing one drop by its stride counts the floor as rate and overestimates the growth
+    at the strides a schedule uses. Against the reference setup (which tracks too) the floor
+    cancels: only the slope enters the SLA. With tracked maps from several earlier results
+    (strides ``oi``, ``2·oi``, ...) for the frame of a new result, a least-squares line
+    separates the two. Keeping the last ``history`` pairs smooths the noise of single maps
+    and still follows a scene whose rate changes (dissertation §3.4.3: temporal locality).
+
+    Until the pairs span two strides at least ``min_spread`` apart the slope is not
+    identifiable, and the estimate is the line through the origin (the dissertation's
+    one-pair rate when there is one pair): an overestimate, so the first schedules are safe.
+    A fitted intercept below 0 (no floor; noise) is refitted through the origin, and a
+    slope below ``min_fraction`` of the through-origin rate is lifted to it, so that one
+    noisy window cannot report a near-zero rate (and the longest interval) for a scene
+    whose maps clearly drift apart.
+
+    Limits (measured with ``benchmarks/arise_estimator_error.py``): the slope is that of the
+    drop *against the server's maps*. Against ground-truth depth the drop of a tracked map
+    grows differently (almost flat for the first few frames, then steeper), and the ratio of
+    the two slopes varies 2-4x between scenes, so no rate from server maps alone tracks the
+    ground-truth drop closer than that spread.
+    """
+
+    def __init__(
+        self,
+        history: int = 12,
+        min_spread: int = 1,
+        min_fraction: float = 0.0,
+        initial_rate: float | None = None,
+    ) -> None:
+        if isinstance(history, bool) or not isinstance(history, int) or history < 2:
+            raise ValueError(f'history must be an int >= 2 (pairs), got {history!r}')
+        if isinstance(min_spread, bool) or not isinstance(min_spread, int) or min_spread < 1:
+            raise ValueError(f'min_spread must be an int >= 1 (frames), got {min_spread!r}')
+        if not (math.isfinite(min_fraction) and 0.0 <= min_fraction <= 1.0):
+            raise ValueError(f'min_fraction must be in [0, 1], got {min_fraction}')
+        if initial_rate is not None and not (math.isfinite(initial_rate) and initial_rate >= 0):
+            raise ValueError(f'initial_rate must be a finite rate >= 0, got {initial_rate}')
+        self._pairs: deque[tuple[int, float]] = deque(maxlen=history)
+        self._min_spread = min_spread
+        self._min_fraction = min_fraction
+        self._rate = initial_rate
+        self._intercept = 0.0
+        self._samples = 0
+
+    @property
+    def rate(self) -> float | None:
+        """Return the current slope (drop per frame of stride), or None before any pair."""
+        return self._rate
+
+    @property
+    def intercept(self) -> float:
+        """Return the fitted floor: the drop at stride 0+ that does not grow with stride."""
+        return self._intercept
+
+    @property
+    def samples(self) -> int:
+        """Return how many pairs were observed in all (not only those still held)."""
+        return self._samples
+
+    @property
+    def pairs(self) -> tuple[tuple[int, float], ...]:
+        """Return the (stride, drop) pairs the fit uses, oldest first (at most ``history``)."""
+        return tuple(self._pairs)
+
+    def observe(self, drop: float, stride: int) -> float:
+        """Record one (stride, drop) pair and refit; returns the updated rate.
+
+        ``drop`` is the task metric of a tracked map against the server's map of the same
+        frame, ``stride`` the frames the tracked map was carried.
+        """
+        self._check(drop, stride)
+        self._pairs.append((stride, float(drop)))
+        self._samples += 1
+        return self._fit()
+
+    def observe_pairs(self, pairs: Iterable[tuple[float, int]]) -> float:
+        """Record several (drop, stride) pairs of one new result at once, then refit.
+
+        All pairs are checked before any is kept, so a bad one leaves the estimate as it was.
+        """
+        pairs = [(drop, stride) for drop, stride in pairs]
+        if not pairs:
+            raise ValueError('observe_pairs needs at least one (drop, stride) pair')
+        for drop, stride in pairs:
+            self._check(drop, stride)
+        for drop, stride in pairs:
+            self._pairs.append((stride, float(drop)))
+        self._samples += len(pairs)
+        return self._fit()
+
+    def observe_two(
+        self, near_drop: float, near_stride: int, far_drop: float, far_stride: int
+    ) -> float:
+        """Record the two tracked maps of one frame (as :meth:`DropRateEstimator.observe_two`)."""
+        if not 1 <= near_stride < far_stride:
+            raise ValueError(
+                f'strides must satisfy 1 <= near < far, got {near_stride}, {far_stride}'
+            )
+        return self.observe_pairs([(near_drop, near_stride), (far_drop, far_stride)])
+
+    @staticmethod
+    def _check(drop: float, stride: int) -> None:
+        if isinstance(stride, bool) or not isinstance(stride, int) or stride < 1:
+            raise ValueError(f'a tracking stride is an int >= 1 frame, got {stride!r}')
+        if not math.isfinite(drop) or drop < 0.0:
+            raise ValueError(f'an accuracy drop is a finite value >= 0, got {drop}')
+
+    def _fit(self) -> float:
+        strides = [float(s) for s, _ in self._pairs]
+        drops = [d for _, d in self._pairs]
+        # Through the origin (least squares; one pair gives drop / stride).
+        origin = sum(s * d for s, d in zip(strides, drops, strict=True)) / sum(
+            s * s for s in strides
+        )
+        slope, intercept = origin, 0.0
+        if max(strides) - min(strides) >= self._min_spread:
+            fitted = statistics.linear_regression(strides, drops)
+            if fitted.intercept >= 0.0:
+                slope, intercept = fitted.slope, fitted.intercept
+        slope = max(slope, self._min_fraction * origin, 0.0)
+        self._rate = slope
+        self._intercept = intercept
+        return slope
 
 
 def mean_stride(e2e_frames: int, interval: int) -> float:

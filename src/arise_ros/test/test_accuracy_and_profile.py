@@ -2,11 +2,14 @@
 # SPDX-License-Identifier: Apache-2.0
 """ARISE's drop-rate estimator, SLA arithmetic and batch latency profiles."""
 
+import random
+
 import pytest
 
 from arise_ros.accuracy import (
     DropRateEstimator,
     Reference,
+    StrideRegressionEstimator,
     frames_for,
     mean_stride,
     regular_schedule_drop,
@@ -52,6 +55,92 @@ def test_the_estimator_refuses_impossible_measurements(drop, stride):
     with pytest.raises(ValueError, match='stride|drop'):
         estimator.observe(drop, stride)
     assert estimator.rate is None
+
+
+def test_the_regression_recovers_slope_and_floor_from_noisy_linear_drops():
+    # What a robot measures: a floor of 0.015 (two server maps of one scene differ) plus
+    # 0.003 per frame of stride, with noise, at the strides of its last results (oi, 2·oi,
+    # 3·oi for oi = 6).
+    rng = random.Random(7)
+    estimator = StrideRegressionEstimator(history=60)
+    for _ in range(20):
+        estimator.observe_pairs(
+            (0.015 + 0.003 * stride + rng.gauss(0.0, 0.002), stride) for stride in (6, 12, 18)
+        )
+    assert estimator.rate == pytest.approx(0.003, rel=0.1)
+    assert estimator.intercept == pytest.approx(0.015, abs=0.003)
+    assert estimator.samples == 60
+    # The dissertation's one pair counts the floor as rate: 0.015 / 6 + 0.003 = 0.0055.
+    assert DropRateEstimator().observe(0.015 + 0.003 * 6, 6) == pytest.approx(0.0055)
+
+
+def test_the_regression_keeps_a_bounded_history_and_follows_a_new_scene():
+    estimator = StrideRegressionEstimator(history=4)
+    for stride in (4, 8, 4, 8, 4, 8):
+        estimator.observe(0.01 * stride, stride)  # a fast scene, no floor
+    for stride in (4, 8, 4, 8):
+        estimator.observe(0.01 + 0.002 * stride, stride)  # then a slow one
+    assert len(estimator.pairs) == 4
+    assert estimator.samples == 10
+    assert estimator.rate == pytest.approx(0.002)
+    assert estimator.intercept == pytest.approx(0.01)
+
+
+def test_the_regression_falls_back_to_the_line_through_the_origin():
+    # One stride only: the slope is not identifiable, the one-pair rate (an overestimate).
+    estimator = StrideRegressionEstimator()
+    assert estimator.rate is None
+    assert estimator.observe(0.04, 8) == pytest.approx(0.005)
+    assert estimator.intercept == 0.0
+    # A negative floor is noise: the line is refitted through the origin.
+    through_origin = StrideRegressionEstimator().observe_two(0.01, 4, 0.05, 8)
+    assert through_origin == pytest.approx((4 * 0.01 + 8 * 0.05) / (16 + 64))
+    # A falling line gives rate 0, or min_fraction of the through-origin rate.
+    assert StrideRegressionEstimator().observe_two(0.05, 4, 0.04, 8) == 0.0
+    lifted = StrideRegressionEstimator(min_fraction=0.5).observe_two(0.05, 4, 0.04, 8)
+    assert lifted == pytest.approx(0.5 * (4 * 0.05 + 8 * 0.04) / 80)
+
+
+def test_the_regression_and_the_two_point_slope_agree_on_two_pairs():
+    regression = StrideRegressionEstimator()
+    assert regression.observe_two(0.03, 4, 0.05, 8) == pytest.approx(0.005)
+    assert regression.intercept == pytest.approx(0.01)
+
+
+@pytest.mark.parametrize(
+    ('drop', 'stride'),
+    [(-0.1, 3), (float('nan'), 3), (float('inf'), 3), (0.1, 0), (0.1, 2.5), (0.1, True)],
+)
+def test_the_regression_refuses_impossible_measurements(drop, stride):
+    estimator = StrideRegressionEstimator()
+    estimator.observe(0.02, 4)
+    with pytest.raises(ValueError, match='stride|drop'):
+        estimator.observe(drop, stride)
+    # a batch with one bad pair keeps none of it
+    with pytest.raises(ValueError, match='stride|drop'):
+        estimator.observe_pairs([(0.03, 6), (drop, stride)])
+    assert estimator.pairs == ((4, 0.02),)
+    assert estimator.rate == pytest.approx(0.005)
+
+
+@pytest.mark.parametrize(
+    ('kwargs', 'match'),
+    [
+        ({'history': 1}, 'history'),
+        ({'history': 3.0}, 'history'),
+        ({'min_spread': 0}, 'min_spread'),
+        ({'min_fraction': 1.5}, 'min_fraction'),
+        ({'min_fraction': float('nan')}, 'min_fraction'),
+        ({'initial_rate': -0.1}, 'initial_rate'),
+    ],
+)
+def test_the_regression_refuses_bad_settings(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        StrideRegressionEstimator(**kwargs)
+    with pytest.raises(ValueError, match='at least one'):
+        StrideRegressionEstimator().observe_pairs([])
+    with pytest.raises(ValueError, match='near < far'):
+        StrideRegressionEstimator().observe_two(0.03, 8, 0.05, 8)
 
 
 def test_sla_drop_of_a_regular_schedule_is_relative_to_the_reference():

@@ -50,6 +50,7 @@ import argparse
 import collections
 import concurrent.futures
 import functools
+import json
 import logging
 import math
 import signal
@@ -1315,6 +1316,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         '--stats-period-s', type=float, default=0.0, help='log load and latency every N s'
     )
+    parser.add_argument(
+        '--stats-file',
+        type=Path,
+        help="also append them, with the modes' statuses, as one JSON line per period "
+        '(for benchmarks: it grows by a line each period)',
+    )
     parser.add_argument('--log-level', default='INFO')
     args = parser.parse_args(argv)
     logging.basicConfig(
@@ -1361,10 +1368,20 @@ def main(argv: list[str] | None = None) -> int:
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
     print(f'edge_server listening on {endpoint}', flush=True)  # noqa: T201 - for scripts
+    started = time.monotonic()
     try:
         while not stop.wait(args.stats_period_s or 3600.0):
             if args.stats_period_s:
-                _logger.info('stats: %s', asdict(server.stats()))
+                stats = asdict(server.stats())
+                _logger.info('stats: %s', stats)
+                if args.stats_file:
+                    line = {
+                        't': round(time.monotonic() - started, 3),
+                        'stats': stats,
+                        'modes': [asdict(status) for status in server.mode_diagnostics()],
+                    }
+                    with args.stats_file.open('a') as stream:
+                        stream.write(json.dumps(line, default=str) + '\n')
     finally:
         server.stop()
     return 0
