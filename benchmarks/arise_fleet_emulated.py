@@ -24,6 +24,7 @@ asserted.
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import logging
 import random
@@ -200,6 +201,13 @@ def summarise(args, link, policy, fleet, names, stats_file: Path, work: Path) ->
         'idle_share': statistics.fmean(idle) if idle else 1.0,
         'longest_gap_s': max((s['longest_gap_s'] for s in summaries), default=0.0),
         'failed_calls': sum(s['failed'] for s in summaries),
+        # The first failures of each robot, by kind (the robots keep up to 10 each).
+        'failure_kinds': dict(
+            collections.Counter(
+                failure.split(': ', 1)[-1][:80] for s in summaries for failure in s['failures']
+            ).most_common(5)
+        ),
+        'robots': summaries,
     }
 
 
@@ -242,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--out', type=Path, default=Path('results/arise_fleet_emulated'))
     args = parser.parse_args(argv)
     # The relays log each robot's connection closing as it leaves: expected here.
-    logging.getLogger('edge_offload.link_relay').setLevel(logging.ERROR)
+    logging.getLogger('edge_offload.link_emulator').setLevel(logging.ERROR)
     fleet = arrivals(args)
     links = [LINKS[name] for name in args.links.split(',')]
     policies = args.policies.split(',')
@@ -269,6 +277,8 @@ def main(argv: list[str] | None = None) -> int:
                 work = Path(scratch) / f'{link.name}_{policy}'
                 work.mkdir()
                 result = run_block(args, link, policy, fleet, work)
+                for stats in work.glob('stats_*.jsonl'):  # the server's own view, kept
+                    (args.out / stats.name).write_bytes(stats.read_bytes())
                 result['wall_s'] = round(time.monotonic() - began, 1)
                 results.append(result)
     print(  # noqa: T201
@@ -284,6 +294,9 @@ def main(argv: list[str] | None = None) -> int:
             f'{r["worst_drop_over_sla"]:.2f} | {r["mean_batch"]:.2f} | {r["idle_share"]:.2f} '
             f'| {r["longest_gap_s"]:.2f} | {r["failed_calls"]} |'
         )
+    for r in results:
+        if r['failure_kinds']:
+            print(f'{r["link"]} {r["policy"]}: failures {r["failure_kinds"]}')  # noqa: T201
     (args.out / 'summary.json').write_text(json.dumps(results, indent=1))
     plot(results, args.out / 'drop_cdf.png')
     print(f'wrote {args.out / "summary.json"} and {args.out / "drop_cdf.png"}')  # noqa: T201

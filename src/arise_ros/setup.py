@@ -25,6 +25,7 @@ setup(
         'console_scripts': [
             'arise_emulated_robot = arise_ros.emulated_robot:main',
             'arise_fleet = arise_ros.ray_fleet:main',
+            'arise_fleet_node = arise_ros.fleet_node:main',
         ],
         'edge_offload.server_modes': [
             'arise = arise_ros.server_mode:AriseServerMode',

@@ -60,6 +60,8 @@ class ExecutorStats:
     sizes: list[int] = field(default_factory=list)
     late_requests: int = 0
     unplanned_requests: int = 0
+    # The newest batches' (size, seconds): what the server really takes, for the profile.
+    recent: deque = field(default_factory=lambda: deque(maxlen=64))
 
     def idle_fraction(self, now_s: float) -> float:
         span = now_s - self.started_s
@@ -124,6 +126,16 @@ class BatchExecutor:
             now = self._clock()
             self._plan = deque(b for b in batches if b.start_s + self._grace_s(1) >= now - 1.0)
             self._condition.notify_all()
+
+    def recent_batches(self) -> list[tuple[int, float]]:
+        """Return the newest batches' (size, seconds), oldest first."""
+        with self._condition:
+            return list(self.stats.recent)
+
+    def set_profile(self, profile: BatchLatencyProfile) -> None:
+        """Plan grace periods and gap fits with ``profile`` from now on."""
+        with self._condition:
+            self._profile = profile
 
     def close(self, timeout_s: float = 2.0) -> None:
         """Stop; requests still waiting fail with ``ExecutorBusyError``."""
@@ -247,6 +259,7 @@ class BatchExecutor:
             self.stats.batches += 1
             self.stats.requests += len(runnable)
             self.stats.busy_s += busy
+            self.stats.recent.append((len(runnable), busy))
             self.stats.sizes.append(len(runnable))
             if len(self.stats.sizes) > 4096:
                 del self.stats.sizes[:2048]

@@ -80,6 +80,10 @@ def run(args: argparse.Namespace, stop: StopRequest | threading.Event | None = N
     lock = threading.Lock()
     newest_result = {'frame': None, 'at': None}
     counts = {'frames': 0, 'offloaded': 0, 'server_results': 0, 'local_frames': 0, 'failed': 0}
+    # Frames still unanswered when the robot leaves are dropped with its session: counted
+    # apart, not as failed calls (no frame of the run went without a result for them).
+    counts['unanswered_at_leave'] = 0
+    leaving = threading.Event()
 
     failures: list[str] = []
     in_flight: list = []
@@ -91,6 +95,9 @@ def run(args: argparse.Namespace, stop: StopRequest | threading.Event | None = N
             future.result()
         except Exception as error:  # noqa: BLE001 - counted; the robot carries on locally
             with lock:
+                if leaving.is_set():
+                    counts['unanswered_at_leave'] += 1
+                    return
                 counts['failed'] += 1
                 if len(failures) < 10:
                     failures.append(f'frame {frame_id}: {error}')
@@ -162,6 +169,7 @@ def run(args: argparse.Namespace, stop: StopRequest | threading.Event | None = N
             future.result(max(0.0, wait_until - time.monotonic()))
         except Exception:  # noqa: BLE001, S110 - counted by on_reply
             pass
+    leaving.set()
     session.leave()
     return {
         'name': args.name,

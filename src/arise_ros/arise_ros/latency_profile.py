@@ -10,7 +10,8 @@ reads it; it never guesses a latency for a batch size the profile does not hold.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+import statistics
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -64,6 +65,16 @@ class BatchLatencyProfile:
                 f'profile of {self.model!r} has batch sizes 1..{self.max_batch}, not {batch_size}'
             )
         return self._by_size[batch_size - 1]
+
+    def scaled(self, factor: float, why: str) -> BatchLatencyProfile:
+        """Return this profile with every latency times ``factor`` (``why`` goes in source)."""
+        if not (math.isfinite(factor) and factor > 0.0):
+            raise ProfileError(f'a profile scale is a positive number, got {factor!r}')
+        return BatchLatencyProfile(
+            self.model,
+            {size: value * factor for size, value in enumerate(self._by_size, start=1)},
+            f'{self.source}; x{factor:.2f} {why}',
+        )
 
     def throughput(self, batch_size: int) -> float:
         """Return requests per second when every batch has ``batch_size`` requests."""
@@ -127,31 +138,84 @@ def measure_profile(
     repeats: int = 5,
     warmup: int = 2,
     clock: Callable[[], float] | None = None,
+    shape: str = 'line',
 ) -> BatchLatencyProfile:
-    """Time ``run_batch(n)`` for n = 1..max_batch and keep the median of ``repeats`` runs.
+    """Time ``run_batch(n)`` for n = 1..max_batch; return the profile of ``shape``.
 
-    The median, not the mean: one preempted run on a shared machine should not make a batch
-    size look slower than it is. Latencies are made non-decreasing in the batch size, since
-    the server can always run a smaller batch padded to a larger one's cost.
+    Each size's latency is the median of ``repeats`` runs, not the mean: one preempted run
+    on a shared machine should not make a batch size look slower than it is. The sizes are
+    timed in turns (1, 2, ..., max_batch, then again), so that a busy spell of the machine
+    slows every size alike rather than one.
+
+    ``shape``:
+
+    * ``'line'`` (the default): the least-squares line ``a + b·n`` through the medians, with
+      ``b`` at least 1 % of the batch-1 latency. On a CPU a batch costs about linearly more
+      per request, and a line keeps measurement noise from making a larger batch look free
+      (a plateau), which Step 1 would take: it would plan batches that then run late.
+    * ``'monotone'``: the medians themselves, made non-decreasing (the server can always
+      run a smaller batch padded to a larger one's cost). For a profile measured with many
+      repeats on a quiet server, where real plateaus (a GPU's) should be kept.
     """
-    import statistics
     import time
 
     if max_batch < 1 or repeats < 1 or warmup < 0:
         raise ProfileError('max_batch and repeats must be at least 1, warmup at least 0')
+    if shape not in ('line', 'monotone'):
+        raise ProfileError(f"shape must be 'line' or 'monotone', got {shape!r}")
     clock = clock or time.perf_counter
-    medians = []
-    for size in range(1, max_batch + 1):
+    sizes = range(1, max_batch + 1)
+    for size in sizes:
         for _ in range(warmup):
             run_batch(size)
-        samples = []
-        for _ in range(repeats):
+    samples: dict[int, list[float]] = {size: [] for size in sizes}
+    for _ in range(repeats):
+        for size in sizes:
             start = clock()
             run_batch(size)
-            samples.append(clock() - start)
-        medians.append(statistics.median(samples))
-    for index in range(1, len(medians)):
-        medians[index] = max(medians[index], medians[index - 1])
-    return BatchLatencyProfile(
-        model, {size: medians[size - 1] for size in range(1, max_batch + 1)}, source
+            samples[size].append(clock() - start)
+    medians = [statistics.median(samples[size]) for size in sizes]
+    if shape == 'line' and max_batch > 1:
+        fit = statistics.linear_regression(list(sizes), medians)
+        slope = max(fit.slope, 0.01 * medians[0])
+        # Through the medians' centre with the (floored) slope.
+        centre_n, centre_latency = statistics.fmean(sizes), statistics.fmean(medians)
+        fitted = [centre_latency + slope * (size - centre_n) for size in sizes]
+        floor = 0.5 * min(medians)
+        latencies = [max(value, floor) for value in fitted]
+        for index in range(1, len(latencies)):
+            latencies[index] = max(latencies[index], latencies[index - 1] + 1e-6)
+        source = f'{source}; least-squares line through the medians'
+    else:
+        latencies = list(medians)
+        for index in range(1, len(latencies)):
+            latencies[index] = max(latencies[index], latencies[index - 1])
+    return BatchLatencyProfile(model, {size: latencies[size - 1] for size in sizes}, source)
+
+
+# observed_scale: batches it needs, the change it ignores, the bounds of the scale.
+SCALE_MIN_BATCHES = 16
+SCALE_STEP = 0.1
+SCALE_BOUNDS = (0.5, 4.0)
+
+
+def observed_scale(
+    profile: BatchLatencyProfile, batches: Sequence[tuple[int, float]], current: float
+) -> float | None:
+    """Return the scale the profile should have now, or None to keep ``current``.
+
+    ``batches`` are the server's newest (size, seconds). The scale is the median ratio of
+    real to profiled latency, within :data:`SCALE_BOUNDS`; None with fewer than
+    :data:`SCALE_MIN_BATCHES` batches, or when it moved by at most :data:`SCALE_STEP` from
+    ``current`` (plans change only for a real change, not for noise).
+    """
+    if len(batches) < SCALE_MIN_BATCHES:
+        return None
+    ratio = statistics.median(
+        seconds / profile.latency(min(max(size, 1), profile.max_batch))
+        for size, seconds in batches
     )
+    scale = min(max(ratio, SCALE_BOUNDS[0]), SCALE_BOUNDS[1])
+    if abs(scale / current - 1.0) <= SCALE_STEP:
+        return None
+    return scale

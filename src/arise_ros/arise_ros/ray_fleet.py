@@ -32,10 +32,12 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
+
+import psutil
 
 from arise_ros.fleet_directory import FleetDirectory, ServerLoad
 
@@ -44,6 +46,10 @@ RAY_NAMESPACE = 'arise_fleet'
 # The object store holds nothing big here (load reports); Ray's default is 30 % of memory.
 _OBJECT_STORE_BYTES = 128 * 1024 * 1024
 _RAY_TOKEN_FILE = 'ray_auth_token'  # noqa: S105 - a file name, not a secret
+# stop()'s bound when start() fails half-way (the caller learns why from the exception).
+_FAILED_START_STOP_S = 5.0
+# How long stop() waits for a SIGKILLed Ray process to be reaped.
+_REAP_S = 0.3
 
 
 def prepare_ray_environment(token_dir: Path, loopback_only: bool = True) -> Path:
@@ -52,10 +58,17 @@ def prepare_ray_environment(token_dir: Path, loopback_only: bool = True) -> Path
     Returns the token file (created, mode 0600, when missing). Ray reads these settings at
     import and passes them to the processes it starts.
     """
+    token_file = token_dir / _RAY_TOKEN_FILE
     if 'ray' in sys.modules:
+        # A second start in one process (a lifecycle node configured again after cleanup)
+        # finds Ray imported with these very settings; any other settings come too late.
+        loopback = os.environ.get('RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER') == '0'
+        if os.environ.get('RAY_AUTH_TOKEN_PATH') == str(token_file) and (
+            loopback or not loopback_only
+        ):
+            return token_file
         raise RuntimeError('prepare_ray_environment must run before ray is imported')
     token_dir.mkdir(parents=True, exist_ok=True)
-    token_file = token_dir / _RAY_TOKEN_FILE
     if not token_file.is_file():
         descriptor = os.open(token_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(descriptor, 'w') as stream:
@@ -67,6 +80,20 @@ def prepare_ray_environment(token_dir: Path, loopback_only: bool = True) -> Path
     os.environ['RAY_AUTH_TOKEN_PATH'] = str(token_file)
     os.environ.setdefault('RAY_USAGE_STATS_ENABLED', '0')
     return token_file
+
+
+def status_records(statuses: Iterable[Any]) -> list[dict[str, Any]]:
+    """Return server mode statuses (``ModeStatus``) as plain dicts, as Ray carries them."""
+    return [
+        {
+            'name': status.name,
+            'level': status.level,
+            'message': status.message,
+            'values': dict(status.values),
+            'hardware_id': getattr(status, 'hardware_id', '') or '',
+        }
+        for status in statuses
+    ]
 
 
 class EdgeReplica:
@@ -93,10 +120,7 @@ class EdgeReplica:
 
     def diagnostics(self) -> list[dict[str, Any]]:
         """Return the server's mode statuses as plain data (for the manager's view)."""
-        return [
-            {'name': s.name, 'level': s.level, 'message': s.message, 'values': s.values}
-            for s in self._server.mode_diagnostics()
-        ]
+        return status_records(self._server.mode_diagnostics())
 
     def stop(self) -> None:
         self._server.stop()
@@ -135,10 +159,28 @@ class FleetConfig:
             raise ValueError('CPU and GPU counts must be >= 0 (ray_cpus >= 1)')
         if 'arise' not in self.server_parameters.get('modes', []):
             raise ValueError("the servers' parameters must serve the 'arise' mode")
+        from edge_offload.server import ServerConfig
+
+        # Here, not in the replicas' processes, where Ray would retry a bad setting forever.
+        ServerConfig.from_mapping(self.replica_parameters(0)).validate()
 
     def endpoint(self, index: int) -> str:
         """Return server ``index``'s endpoint (-1: the front door's)."""
         return f'tcp://{self.host}:{self.port + 1 + index}'
+
+    def server_id(self, index: int) -> str:
+        """Return server ``index``'s id (its Ray actor's name, its statuses' prefix)."""
+        return f'arise_server_{index}'
+
+    def replica_parameters(self, index: int) -> dict[str, Any]:
+        """Return server ``index``'s edge server parameters."""
+        return dict(
+            self.server_parameters,
+            endpoint=self.endpoint(index),
+            server_id=self.server_id(index),
+            secret_key_file=self.secret_key_file,
+            authorized_clients_dir=self.authorized_clients_dir,
+        )
 
 
 class FleetManager:
@@ -154,46 +196,29 @@ class FleetManager:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._ray = None
+        self._ray_processes: list[psutil.Process] = []
 
     @property
     def front_door_endpoint(self) -> str:
         return self.config.endpoint(-1)
 
-    def start(self) -> None:
-        """Start Ray, the replicas and the front door (the replicas load their models)."""
-        config = self.config
-        prepare_ray_environment(self._token_dir, loopback_only=not config.ray_address)
-        import ray
+    @property
+    def embedded(self) -> bool:
+        """Whether this manager runs Ray itself (no ``ray_address``)."""
+        return not self.config.ray_address
 
-        self._ray = ray
-        ray.init(
-            address=config.ray_address or None,
-            num_cpus=None if config.ray_address else config.ray_cpus,
-            include_dashboard=False,
-            namespace=RAY_NAMESPACE,
-            object_store_memory=None if config.ray_address else _OBJECT_STORE_BYTES,
-            log_to_driver=True,
-        )
-        replica_class = ray.remote(
-            num_cpus=config.cpus_per_server,
-            num_gpus=config.gpus_per_server,
-            max_restarts=-1,
-            max_task_retries=0,
-        )(EdgeReplica)
-        for index in range(config.servers):
-            server_id = f'arise_server_{index}'
-            parameters = dict(
-                config.server_parameters,
-                endpoint=config.endpoint(index),
-                server_id=server_id,
-                secret_key_file=config.secret_key_file,
-                authorized_clients_dir=config.authorized_clients_dir,
-            )
-            self._replicas[server_id] = replica_class.options(name=server_id).remote(
-                server_id, parameters, config.endpoint(index)
-            )
+    def start(self) -> None:
+        """Start Ray, the replicas and the front door (the replicas load their models).
+
+        A bad setting, a missing key file or a port in use raises (ValueError,
+        KeyFileError, OSError) with nothing left running.
+        """
+        config = self.config
+        self._stop.clear()
         from edge_offload.server import EdgeServer, ServerConfig
 
+        # The front door first: it loads the fleet's keys, so a missing one fails here,
+        # before Ray starts.
         front_door = ServerConfig.from_mapping(
             {
                 **config.front_door_parameters,
@@ -208,9 +233,47 @@ class FleetManager:
         )
         self._front_door = EdgeServer(front_door)
         self.directory = self._front_door.served_mode('fleet').directory
-        self._front_door.start()
+        try:
+            self._start_ray()
+            self._front_door.start()
+        except BaseException:
+            self.stop(timeout_s=_FAILED_START_STOP_S)
+            raise
         self._thread = threading.Thread(target=self._poll, name='arise-fleet-poll', daemon=True)
         self._thread.start()
+
+    def _start_ray(self) -> None:
+        config = self.config
+        prepare_ray_environment(self._token_dir, loopback_only=self.embedded)
+        import ray
+
+        self._ray = ray
+        before = {process.pid for process in _children(recursive=False)}
+        ray.init(
+            address=config.ray_address or None,
+            num_cpus=None if config.ray_address else config.ray_cpus,
+            include_dashboard=False,
+            namespace=RAY_NAMESPACE,
+            object_store_memory=None if config.ray_address else _OBJECT_STORE_BYTES,
+            log_to_driver=True,
+        )
+        if self.embedded:
+            # The processes ray.init started (GCS, raylet, agents), so that stop() can make
+            # sure they and theirs (the replicas are the raylet's children) all end.
+            self._ray_processes = [
+                process for process in _children(recursive=False) if process.pid not in before
+            ]
+        replica_class = ray.remote(
+            num_cpus=config.cpus_per_server,
+            num_gpus=config.gpus_per_server,
+            max_restarts=-1,
+            max_task_retries=0,
+        )(EdgeReplica)
+        for index in range(config.servers):
+            server_id = config.server_id(index)
+            self._replicas[server_id] = replica_class.options(name=server_id).remote(
+                server_id, config.replica_parameters(index), config.endpoint(index)
+            )
 
     def replica(self, server_id: str) -> Any:
         """Return the Ray actor handle of a replica (for tests and tools)."""
@@ -259,18 +322,121 @@ class FleetManager:
                 if reference not in ready:
                     ray.cancel(reference)
 
-    def stop(self) -> None:
-        """Stop polling, the front door, the replicas and Ray."""
+    def replica_diagnostics(self, timeout_s: float) -> dict[str, list[dict[str, Any]]]:
+        """Return each replica's mode statuses (``status_records``), by server id.
+
+        Asks every replica at once and waits at most ``timeout_s``; a replica that does
+        not answer in time (down, restarting, busy) is left out. The caller waits up to
+        ``timeout_s``: a ROS node calls it off its executor's threads.
+        """
+        ray = self._ray
+        if ray is None or self._stop.is_set() or not self._replicas:
+            return {}
+        pending = {
+            replica.diagnostics.remote(): server_id
+            for server_id, replica in self._replicas.items()
+        }
+        ready, late = ray.wait(list(pending), num_returns=len(pending), timeout=timeout_s)
+        answers = {}
+        for reference in ready:
+            try:
+                answers[pending[reference]] = ray.get(reference, timeout=0)
+            except ray.exceptions.RayError:
+                continue  # died meanwhile: the front door's statuses say it is not up
+        for reference in late:
+            ray.cancel(reference)
+        return dict(sorted(answers.items()))
+
+    def front_door_diagnostics(self) -> list[dict[str, Any]]:
+        """Return the front door's statuses (``status_records``): the fleet, each server up."""
+        front_door = self._front_door
+        return [] if front_door is None else status_records(front_door.mode_diagnostics())
+
+    def stop(self, timeout_s: float | None = None) -> None:
+        """Stop polling, the front door, the replicas and Ray; idempotent.
+
+        With ``timeout_s`` it returns within about that long, and no process of an
+        embedded Ray instance is left running: Ray's own shutdown gets what is left of the
+        time, then every Ray process still running is killed. Without, Ray's shutdown
+        takes as long as it needs (each Ray process gets 1 s to end after SIGTERM).
+        """
+        deadline = time.monotonic() + (timeout_s if timeout_s is not None else 60.0)
         self._stop.set()
         if self._thread is not None:
-            self._thread.join(2.0)
+            # At most one load poll: report_period_s.
+            self._thread.join(min(2.0, _left(deadline) / 2))
+            self._thread = None
         if self._front_door is not None:
             self._front_door.stop()
         ray = self._ray
         if ray is not None and ray.is_initialized():
             for replica in self._replicas.values():
-                ray.kill(replica, no_restart=True)
-            ray.shutdown()
+                try:
+                    ray.kill(replica, no_restart=True)
+                except ray.exceptions.RayError as error:
+                    _logger.info('ARISE server not killed through Ray (%s): ended below', error)
+            # Before Ray's shutdown, while the replicas are still the raylet's children.
+            processes = _with_descendants(self._ray_processes)
+            # Ray stops the GCS before the autoscaler monitor, whose SIGTERM handler then
+            # waits on the gone GCS until Ray SIGKILLs it a second later: most of the time
+            # Ray's shutdown takes. An embedded instance scales nothing: end it first.
+            _kill(process for process in processes if _is_autoscaler_monitor(process))
+            # In a thread, so that a Ray stuck on a dead peer cannot hold the caller past
+            # the deadline; the processes are ended below either way.
+            shutdown = threading.Thread(target=ray.shutdown, name='ray-shutdown', daemon=True)
+            shutdown.start()
+            shutdown.join(_left(deadline))
+            if processes:
+                _, alive = psutil.wait_procs(processes, timeout=_left(deadline))
+                if alive:
+                    _logger.warning(
+                        'killing %d Ray process(es) still running at the stop deadline: %s',
+                        len(alive),
+                        ', '.join(str(process.pid) for process in alive),
+                    )
+                    _kill(alive)
+                    psutil.wait_procs(alive, timeout=_REAP_S)
+        self._replicas.clear()
+        self._ray_processes = []
+        self._ray = None
+
+
+def _left(deadline: float) -> float:
+    return max(0.0, deadline - time.monotonic())
+
+
+def _children(recursive: bool) -> list[psutil.Process]:
+    try:
+        return psutil.Process().children(recursive=recursive)
+    except psutil.Error:
+        return []
+
+
+def _with_descendants(processes: list[psutil.Process]) -> list[psutil.Process]:
+    """Return ``processes`` still running, and their descendants."""
+    found = {}
+    for process in processes:
+        try:
+            for member in (process, *process.children(recursive=True)):
+                found[member.pid] = member
+        except psutil.Error:
+            continue  # gone
+    return list(found.values())
+
+
+def _is_autoscaler_monitor(process: psutil.Process) -> bool:
+    try:
+        return any('autoscaler' in part and 'monitor' in part for part in process.cmdline())
+    except psutil.Error:
+        return False
+
+
+def _kill(processes: Iterable[psutil.Process]) -> None:
+    for process in processes:
+        try:
+            process.kill()
+        except psutil.Error:
+            pass  # gone already
 
 
 def main(argv: list[str] | None = None) -> NoReturn:
@@ -298,8 +464,9 @@ def main(argv: list[str] | None = None) -> NoReturn:
     parser.add_argument('--log-level', default='INFO')
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), format='[%(levelname)s] %(message)s')
-    # Not StopRequest's 1.8 s watchdog: stopping Ray takes about 1.5 s by itself, and a
-    # manager cut short would leave Ray's helper processes behind.
+    # Not StopRequest's 1.8 s watchdog: no ros2 launch waits on this process, so the
+    # manager's stop gets the time it needs (0.4-0.5 s measured; more on a loaded machine).
+    # The arise_fleet node bounds it instead (fleet_node.RAY_STOP_BUDGET_S).
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())

@@ -501,6 +501,11 @@ class AriseScheduler:
         self._runs = 0
         self._retry_admission_at = 0
 
+    def set_profile(self, profile: BatchLatencyProfile) -> None:
+        """Plan with ``profile`` from the next run (every robot's Step 1 is redone)."""
+        self.profile = profile
+        self._settings_cache.clear()
+
     # --- client bookkeeping -------------------------------------------------------------
 
     def request_admission(self, client: ClientState) -> bool:

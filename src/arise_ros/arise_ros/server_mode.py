@@ -53,6 +53,7 @@ from arise_ros.latency_profile import (
     ProfileError,
     load_profile,
     measure_profile,
+    observed_scale,
 )
 from arise_ros.scheduler import AriseScheduler, ClientState, Plan, SchedulerConfig
 from edge_offload import protocol
@@ -136,7 +137,11 @@ class AriseServerMode(ServerMode):
             self.model = context.models.get(self.model_name)
         except UnknownModelError as error:
             raise ValueError(f'arise model: {error}') from None
-        self.profile = self._profile(options)
+        # The profile measured (or loaded) at start-up, and the one the scheduler plans with:
+        # the first scaled by what the batches really take while serving.
+        self.base_profile = self._profile(options)
+        self.profile = self.base_profile
+        self.profile_scale = 1.0
         self.scheduler_config = SchedulerConfig(
             horizon_s=float(_option(options, 'horizon_s')),
             max_waiting=self.max_clients,
@@ -376,8 +381,28 @@ class AriseServerMode(ServerMode):
                 self.context.logger.error('arise scheduler run failed: %s', error)
             next_run = max(next_run, time.monotonic())
 
+    def _track_latency(self, executor: BatchExecutor) -> None:
+        """Plan with the profile scaled by what the batches really take (lock held).
+
+        A profile measured on an idle server, or on another machine, is off once the server
+        is loaded: batches then run later than planned, requests queue, and every robot's
+        results come later than its plan said (see :func:`observed_scale`).
+        """
+        scale = observed_scale(self.base_profile, executor.recent_batches(), self.profile_scale)
+        if scale is None:
+            return
+        self.context.logger.info(
+            'arise: batches take %.2fx the profile; planning with that', scale
+        )
+        self.profile_scale = scale
+        self.profile = self.base_profile.scaled(scale, 'as measured while serving')
+        self._scheduler.set_profile(self.profile)
+        executor.set_profile(self.profile)
+
     def _run_once(self) -> None:
         with self._lock:
+            if self._executor is not None:
+                self._track_latency(self._executor)
             started = time.perf_counter()
             plan = self._scheduler.run(time.monotonic())
             self._run_times_s.append(time.perf_counter() - started)
@@ -480,7 +505,8 @@ class AriseServerMode(ServerMode):
                 'scheduler run p50 ms': f'{_percentile(run_times, 0.5) * 1e3:.3f}',
                 'scheduler run p99 ms': f'{_percentile(run_times, 0.99) * 1e3:.3f}',
                 **window_values,
-                'latency profile': self.profile.source,
+                'latency profile': self.base_profile.source,
+                'profile scale (measured / profiled)': f'{self.profile_scale:.2f}',
             },
         )
         statuses = [fleet]

@@ -19,6 +19,7 @@ from arise_ros.latency_profile import (
     ProfileError,
     load_profile,
     measure_profile,
+    observed_scale,
     save_profile,
 )
 
@@ -180,21 +181,51 @@ def test_a_malformed_profile_file_is_refused_with_its_name(tmp_path):
         load_profile(path)
 
 
-def test_measuring_a_profile_keeps_the_median_and_never_gets_faster_with_size():
-    ticks = iter(range(1000))
-    durations = {1: [5, 5, 90, 5, 5], 2: [4, 4, 4, 4, 4], 3: [9, 9, 9, 9, 9]}
+def _fake_run(durations_ms: dict[int, list[float]]):
+    """Return run_batch and a clock: size n's k-th timed run takes durations_ms[n][k]."""
     now = [0.0]
-    calls = {size: 0 for size in durations}
+    calls = dict.fromkeys(durations_ms, 0)
 
     def run_batch(size: int) -> None:
         calls[size] += 1
         if calls[size] > 1:  # the first call is the warm-up
-            now[0] += durations[size][calls[size] - 2] / 1000.0
-        next(ticks)
+            now[0] += durations_ms[size][calls[size] - 2] / 1000.0
 
+    return run_batch, lambda: now[0]
+
+
+def test_a_monotone_profile_keeps_the_median_and_never_gets_faster_with_size():
+    run_batch, clock = _fake_run({1: [5, 5, 90, 5, 5], 2: [4, 4, 4, 4, 4], 3: [9, 9, 9, 9, 9]})
     profile = measure_profile(
-        'm', run_batch, 3, 'fake clock', repeats=5, warmup=1, clock=lambda: now[0]
+        'm', run_batch, 3, 'fake clock', repeats=5, warmup=1, clock=clock, shape='monotone'
     )
     assert profile.latency(1) == pytest.approx(0.005)  # the 90 ms outlier is ignored
     assert profile.latency(2) == pytest.approx(0.005)  # 4 ms measured, lifted to batch 1's
     assert profile.latency(3) == pytest.approx(0.009)
+
+
+def test_a_line_profile_leaves_no_free_batch_slot_from_noise():
+    # Medians 10, 17, 16 (noise), 25 ms: a monotone profile would make batch 3 free.
+    run_batch, clock = _fake_run(
+        {1: [10, 10, 10], 2: [17, 17, 17], 3: [16, 16, 90], 4: [25, 25, 25]}
+    )
+    profile = measure_profile('m', run_batch, 4, 'fake clock', repeats=3, warmup=1, clock=clock)
+    latencies = [profile.latency(n) for n in range(1, 5)]
+    assert all(b - a > 0.003 for a, b in zip(latencies, latencies[1:], strict=False))
+    assert latencies[0] == pytest.approx(0.0105, abs=0.002)
+    assert latencies[3] == pytest.approx(0.0245, abs=0.002)
+    assert 'least-squares line' in profile.source
+
+
+def test_the_profile_is_rescaled_by_what_batches_really_take_and_not_for_noise():
+    profile = BatchLatencyProfile('m', {1: 0.010, 2: 0.015}, 'test')
+    slow = [(1, 0.020), (2, 0.030)] * 8
+    assert observed_scale(profile, slow[:10], 1.0) is None  # too few batches yet
+    assert observed_scale(profile, slow, 1.0) == pytest.approx(2.0)
+    assert observed_scale(profile, slow, 1.95) is None  # within 10 %: keep the plans
+    assert observed_scale(profile, [(1, 1.0)] * 16, 1.0) == 4.0  # bounded
+    scaled = profile.scaled(2.0, 'as measured')
+    assert scaled.latency(2) == pytest.approx(0.030)
+    assert scaled.source == 'test; x2.00 as measured'
+    with pytest.raises(ProfileError):
+        profile.scaled(0.0, 'no')

@@ -1,13 +1,18 @@
 # Copyright 2026 The edge_offload authors
 # SPDX-License-Identifier: Apache-2.0
-"""A fleet of emulated robots served by one or two ARISE edge servers, on this machine.
+"""A fleet of emulated robots served by ARISE edge servers, on this machine.
 
     ros2 launch bringup arise_fleet.launch.py                       # 4 robots, 1 server
     ros2 launch bringup arise_fleet.launch.py robots:=8 servers:=2 sla:=0.02
+    ros2 launch bringup arise_fleet.launch.py engine:=ray servers:=4 # the servers on Ray
     ros2 topic echo /diagnostics                                    # the fleet view
 
-Each server is the ``edge_server`` lifecycle node serving the ``arise`` mode (parameters in
-``arise_fleet.yaml``; it respawns and autostarts when killed). Each robot is an
+With ``engine:=launch`` (the default) each server is the ``edge_server`` lifecycle node
+serving the ``arise`` mode (parameters in ``arise_fleet.yaml``; it respawns and autostarts
+when killed). With ``engine:=ray`` one ``arise_fleet_node`` lifecycle node (it respawns and
+autostarts too) runs the servers as Ray actors, with the same parameters, behind a
+load-balancing front door on ``port`` (server i on ``port + 1 + i``); the robots ask the
+front door where to go and keep the servers' list as a fallback. Each robot is an
 ``arise_emulated_robot`` process: it runs a camera clock, offloads the frames its plan names
 over the real, authenticated protocol, and emulates local tracking (so one machine holds
 tens of them). Robot ``i`` lists the servers starting from server ``i mod servers``, so the
@@ -16,13 +21,15 @@ locally meanwhile). Robots start ``start_spacing_s`` apart, as robots arriving.
 
 The servers publish the fleet on ``/diagnostics``: one status for the fleet (admitted,
 waiting, evictions, scheduler run time, batch size, idle share) and one per robot (SLA,
-interval, batch size, estimated drop). Keys: a server pair and one pair per robot in
+interval, batch size, estimated drop); on Ray the fleet node publishes them, with the
+front door's view of every server's load. Keys: a server pair and one pair per robot in
 ``keys_dir``, created when missing, every robot authorised.
 """
 
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from ament_index_python.packages import get_package_share_directory
 from launch import Action, LaunchContext, LaunchDescription
@@ -47,7 +54,8 @@ from edge_offload.parameter_files import load_parameter_file, node_parameters, p
 
 # Bounds that keep a typo from starting a thousand processes.
 _MAX_ROBOTS = 64
-_MAX_SERVERS = 2
+_MAX_SERVERS = {'launch': 2, 'ray': 8}
+ENGINES = tuple(_MAX_SERVERS)
 
 
 def generate_launch_description() -> LaunchDescription:
@@ -61,12 +69,20 @@ def generate_launch_description() -> LaunchDescription:
                 description='Parameter file of the edge servers (arise.* options, limits)',
             ),
             DeclareLaunchArgument(
+                'engine',
+                default_value='launch',
+                choices=list(ENGINES),
+                description="Who runs the servers: 'launch' (one edge_server node each) or "
+                "'ray' (Ray actors under one arise_fleet_node, behind a front door)",
+            ),
+            DeclareLaunchArgument(
                 'robots', default_value='4', description=f'Emulated robots (1..{_MAX_ROBOTS})'
             ),
             DeclareLaunchArgument(
                 'servers',
                 default_value='1',
-                description=f'Edge servers (1..{_MAX_SERVERS}); robots fail over between them',
+                description=f'Edge servers (1..{_MAX_SERVERS["launch"]}; with engine:=ray '
+                f'1..{_MAX_SERVERS["ray"]}); robots fail over between them',
             ),
             DeclareLaunchArgument(
                 'host',
@@ -74,7 +90,10 @@ def generate_launch_description() -> LaunchDescription:
                 description='Address the servers bind and the robots connect to',
             ),
             DeclareLaunchArgument(
-                'port', default_value='5600', description='Port of server 0; server i uses +i'
+                'port',
+                default_value='5600',
+                description='Port of server 0, server i uses +i (engine:=ray: of the front '
+                'door, server i uses +1+i)',
             ),
             DeclareLaunchArgument(
                 'keys_dir',
@@ -131,9 +150,12 @@ def _number(context: LaunchContext, name: str, low: float) -> float:
 
 
 def _fleet(context: LaunchContext) -> list[Action]:
+    engine = argument(context, 'engine')
+    if engine not in ENGINES:
+        raise ValueError(f'argument engine is {engine!r}; it must be one of {list(ENGINES)}')
     robots = _count(context, 'robots', _MAX_ROBOTS)
-    servers = _count(context, 'servers', _MAX_SERVERS)
-    port = _count(context, 'port', 65535 - _MAX_SERVERS)
+    servers = _count(context, 'servers', _MAX_SERVERS[engine])
+    port = _count(context, 'port', 65535 - 1 - _MAX_SERVERS[engine])
     sla = _number(context, 'sla', 0.0)
     fps = _number(context, 'fps', 0.1)
     duration = _number(context, 'duration_s', 0.0)
@@ -148,23 +170,15 @@ def _fleet(context: LaunchContext) -> list[Action]:
     server = node_parameters(load_parameter_file(argument(context, 'params_file')), 'edge_server')
     server.update(secret_key_file=keys['server_secret'], authorized_clients_dir=keys['authorized'])
     use_sim_time = parse_flag(argument(context, 'use_sim_time'), 'use_sim_time')
-    endpoints = [f'tcp://{host}:{port + index}' for index in range(servers)]
-    parameters = {}
-    for index, endpoint in enumerate(endpoints):
-        values = dict(server, endpoint=endpoint, server_id=f'edge_server_{index}')
-        values['autostart'] = enabled(context, 'autostart')
-        if use_sim_time is not None:
-            values['use_sim_time'] = use_sim_time
-        parameters[f'edge_server_{index}'] = values
-    params_file = write_launch_parameters(
-        parameters, 'arise_fleet_parameters.yaml', argument(context, 'namespace')
-    )
-    actions: list[Action] = [
-        respawning_lifecycle_node(
-            context, 'edge_offload', f'edge_server_{index}', params_file, executable='edge_server'
-        )
-        for index in range(servers)
-    ]
+    if engine == 'ray':
+        # The front door on port, server i on port + 1 + i (arise_ros.ray_fleet).
+        endpoints = [f'tcp://{host}:{port + 1 + index}' for index in range(servers)]
+        fleet_endpoint = f'tcp://{host}:{port}'
+        actions = [_ray_fleet_node(context, servers, port, use_sim_time, server)]
+    else:
+        endpoints = [f'tcp://{host}:{port + index}' for index in range(servers)]
+        fleet_endpoint = ''
+        actions = _edge_server_nodes(context, endpoints, use_sim_time, server)
     robot_executable = ExecutableInPackage('arise_emulated_robot', 'arise_ros')
     for index, name in enumerate(names):
         first = index % servers
@@ -174,6 +188,7 @@ def _fleet(context: LaunchContext) -> list[Action]:
             cmd=[
                 robot_executable,
                 *('--name', name, '--endpoint', ','.join(ordered)),
+                *(('--fleet-endpoint', fleet_endpoint) if fleet_endpoint else ()),
                 *('--secret-key-file', keys[f'{name}_secret']),
                 *('--server-public-key-file', keys['server_public']),
                 *('--sla', str(sla), '--fps', str(fps), '--rate', str(rates[index % len(rates)])),
@@ -184,6 +199,67 @@ def _fleet(context: LaunchContext) -> list[Action]:
             # server and prints its summary.
             sigterm_timeout='3',
         )
-        # The first robot waits for the servers to measure their latency profile.
+        # The first robot waits for the servers to measure their latency profile (on Ray
+        # it asks the front door until a server has reported, running locally meanwhile).
         actions.append(TimerAction(period=1.0 + index * spacing, actions=[robot]))
     return actions
+
+
+def _edge_server_nodes(
+    context: LaunchContext,
+    endpoints: list[str],
+    use_sim_time: bool | None,
+    server: dict[str, Any],
+) -> list[Action]:
+    """Return one respawning ``edge_server`` lifecycle node per endpoint."""
+    parameters = {}
+    for index, endpoint in enumerate(endpoints):
+        values = dict(server, endpoint=endpoint, server_id=f'edge_server_{index}')
+        values['autostart'] = enabled(context, 'autostart')
+        if use_sim_time is not None:
+            values['use_sim_time'] = use_sim_time
+        parameters[f'edge_server_{index}'] = values
+    params_file = write_launch_parameters(
+        parameters, 'arise_fleet_parameters.yaml', argument(context, 'namespace')
+    )
+    return [
+        respawning_lifecycle_node(
+            context, 'edge_offload', f'edge_server_{index}', params_file, executable='edge_server'
+        )
+        for index in range(len(endpoints))
+    ]
+
+
+def _ray_fleet_node(
+    context: LaunchContext,
+    servers: int,
+    port: int,
+    use_sim_time: bool | None,
+    server: dict[str, Any],
+) -> Action:
+    """Return the respawning ``arise_fleet`` lifecycle node that runs the servers on Ray."""
+    namespace = argument(context, 'namespace')
+    # The servers' parameters as the edge_server nodes would get them (keys included), in
+    # a file of their own next to the node's: data for the node, not a node's section.
+    server_params_file = write_launch_parameters(
+        {'edge_server': server}, 'arise_fleet_server_parameters.yaml', ''
+    )
+    values: dict[str, Any] = {
+        'server_params_file': str(server_params_file),
+        'servers': servers,
+        'host': argument(context, 'host'),
+        'port': port,
+        'keys_dir': argument(context, 'keys_dir'),
+        'autostart': enabled(context, 'autostart'),
+    }
+    if 'diagnostics_period_s' in server:
+        # The servers' diagnostics period is the fleet view's.
+        values['diagnostics_period_s'] = float(server['diagnostics_period_s'])
+    if use_sim_time is not None:
+        values['use_sim_time'] = use_sim_time
+    params_file = write_launch_parameters(
+        {'arise_fleet': values}, 'arise_fleet_parameters.yaml', namespace
+    )
+    return respawning_lifecycle_node(
+        context, 'arise_ros', 'arise_fleet', params_file, executable='arise_fleet_node'
+    )

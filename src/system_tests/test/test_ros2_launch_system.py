@@ -10,6 +10,7 @@ the default parameter files. They need the ROS 2 command line (see
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -18,6 +19,7 @@ import socket
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 import yaml
 from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
@@ -69,7 +71,7 @@ EXPECTED_ARGUMENTS = {
     | {'server_endpoint'},
     'arise_fleet.launch.py': _COMMON
     | {'params_file', 'robots', 'servers', 'host', 'port', 'keys_dir', 'sla', 'fps'}
-    | {'drop_rates', 'duration_s', 'start_spacing_s'},
+    | {'drop_rates', 'duration_s', 'start_spacing_s', 'engine'},
 }
 
 
@@ -387,12 +389,12 @@ def _admitted(servers: dict[str, dict[str, tuple[str, dict[str, str]]]], server:
     }
 
 
-def test_arise_fleet_admits_robots_on_two_servers_survives_a_kill_and_stops_on_ctrl_c(
-    user_home, tmp_path, ros_context, ros_executor
-):
-    # The fleet launch as written, with two servers and three robots; the parameter file
-    # is the default one with a fixed latency profile (so that the servers do not spend
-    # their start measuring one on a loaded CI machine) and diagnostics every 0.2 s.
+def _arise_fleet_params_file(tmp_path: Path) -> Path:
+    """Write the default fleet parameter file with a fixed latency profile, diagnostics 0.2 s.
+
+    With a fixed profile the servers do not spend their start measuring one on a loaded CI
+    machine.
+    """
     profile = tmp_path / 'profile.yaml'
     save_profile(
         BatchLatencyProfile(
@@ -409,6 +411,15 @@ def test_arise_fleet_admits_robots_on_two_servers_survives_a_kill_and_stops_on_c
     server['diagnostics_period_s'] = 0.2
     params_file = tmp_path / 'arise_fleet.yaml'
     params_file.write_text(yaml.safe_dump(parameters))
+    return params_file
+
+
+def test_arise_fleet_admits_robots_on_two_servers_survives_a_kill_and_stops_on_ctrl_c(
+    user_home, tmp_path, ros_context, ros_executor
+):
+    # The fleet launch as written, with two servers and three robots; the parameter file
+    # is the default one with a fixed latency profile and diagnostics every 0.2 s.
+    params_file = _arise_fleet_params_file(tmp_path)
     port = _two_free_ports()
     launch = Ros2Launch(
         [
@@ -495,5 +506,119 @@ def test_arise_fleet_admits_robots_on_two_servers_survives_a_kill_and_stops_on_c
             lost = 'connection to the edge server lost'
             assert all(lost in failure for failure in summary['failures']), json.dumps(summary)
             assert summary['longest_gap_s'] < 2.0, summary
+    finally:
+        launch.close()
+
+
+def _free_port_block(size: int) -> int:
+    """Return a port that, with the next ``size - 1``, was free a moment ago."""
+    for _ in range(50):
+        port = free_tcp_port()
+        if port + size > 65535:
+            continue
+        with contextlib.ExitStack() as probes:
+            try:
+                for offset in range(1, size):
+                    probe = probes.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+                    probe.bind(('127.0.0.1', port + offset))
+            except OSError:
+                continue
+        return port
+    raise RuntimeError(f'no {size} consecutive free ports')
+
+
+def _ray_processes(started: float) -> list[psutil.Process]:
+    """Return the running raylet and gcs_server processes created after ``started``."""
+    found = []
+    for process in psutil.process_iter(['name', 'cmdline', 'create_time', 'status']):
+        info = process.info
+        text = ' '.join([info['name'] or '', *(info['cmdline'] or [])])
+        if (
+            ('raylet' in text or 'gcs_server' in text)
+            and (info['create_time'] or 0.0) >= started
+            and info['status'] != psutil.STATUS_ZOMBIE
+        ):
+            found.append(process)
+    return found
+
+
+def test_arise_fleet_on_ray_admits_robots_shows_them_on_diagnostics_and_stops_on_ctrl_c(
+    user_home, tmp_path, ros_context, ros_executor
+):
+    # engine:=ray: one arise_fleet_node runs two ARISE servers as Ray actors behind the
+    # front door; its /diagnostics carries each server's statuses, fetched through Ray.
+    # Ctrl-C: every process exits 0 in time, and none of Ray's is left.
+    started = time.time() - 1.0  # create_time has a tick's resolution
+    port = _free_port_block(3)
+    launch = Ros2Launch(
+        [
+            'bringup',
+            'arise_fleet.launch.py',
+            'engine:=ray',
+            'robots:=2',
+            'servers:=2',
+            f'port:={port}',
+            f'params_file:={_arise_fleet_params_file(tmp_path)}',
+            f'keys_dir:={tmp_path / "fleet_keys"}',
+        ],
+        tmp_path,
+        'arise_fleet_ray',
+    )
+    try:
+        node = Node('arise_ray_fleet_watcher', context=ros_context)
+        # The fleet node's newest statuses: name -> (message, values).
+        statuses: dict[str, tuple[str, dict[str, str]]] = {}
+
+        def on_diagnostics(message: DiagnosticArray) -> None:
+            if any(status.name.startswith('arise_fleet: ') for status in message.status):
+                statuses.clear()
+                statuses.update(
+                    (status.name, (status.message, {v.key: v.value for v in status.values}))
+                    for status in message.status
+                )
+
+        node.create_subscription(DiagnosticArray, '/diagnostics', on_diagnostics, RELIABLE)
+        ros_executor.add_node(node)
+        robots = {'robot_0', 'robot_1'}
+
+        def admitted() -> set[str]:
+            # 'arise_fleet: arise_server_N: arise robot NAME', from the server's Ray actor.
+            return {
+                name.rsplit('arise robot ', 1)[1]
+                for name, (message, _) in statuses.items()
+                if re.fullmatch(r'arise_fleet: arise_server_[01]: arise robot \w+', name)
+                and message.startswith('admitted')
+            }
+
+        assert spin_until(ros_executor, lambda: admitted() == robots, timeout_s=90.0), (
+            f'{statuses}\n{launch.output()[-3000:]}'
+        )
+        admitted_after_s = time.time() - started
+        fleet = statuses['arise_fleet: ray fleet']
+        assert fleet[1]['servers answering'] == '2', fleet
+        assert fleet[1]['front door'] == f'tcp://127.0.0.1:{port}', fleet
+        front_door = statuses['arise_fleet: fleet']
+        assert front_door[1]['servers up'] == '2', front_door
+        for index in (0, 1):
+            server = statuses[f'arise_fleet: arise_server_{index}: arise fleet'][1]
+            assert server['latency profile'] == 'test: a fixed CPU-like curve', server
+        ray = _ray_processes(started)
+        assert ray, 'no raylet or gcs_server process while the fleet runs'
+
+        exits = _assert_clean_interrupt(launch, {'arise_fleet_node', *robots})
+        output = launch.output()
+        assert 'clean-up still running' not in output, output[-3000:]
+        stopped = re.search(r'fleet and Ray stopped in ([\d.]+) s', output)
+        assert stopped, output[-3000:]
+        _, alive = psutil.wait_procs(
+            _ray_processes(started), timeout=max(0.0, launch.interrupted_at + 10.0 - time.time())
+        )
+        assert not alive, f"Ray's processes left running: {alive}"
+        killed = re.search(r'killing \d+ Ray process\(es\)[^\n]*', output)
+        print(  # noqa: T201 - the figures of the run
+            f'robots admitted {admitted_after_s:.1f} s after the start; fleet and Ray stopped '
+            f'in {stopped[1]} s; the fleet node exited {exits["arise_fleet_node-1"][0]} s '
+            f'after Ctrl-C; {killed[0] if killed else "no Ray process had to be killed"}'
+        )
     finally:
         launch.close()
