@@ -21,7 +21,6 @@ it deactivates, so the lifecycle state says "not serving" too.
 
 from __future__ import annotations
 
-import logging
 import sys
 
 from diagnostic_msgs.msg import DiagnosticStatus
@@ -38,10 +37,14 @@ from edge_offload.models import UnknownModelError
 from edge_offload.modes.base import available_server_modes, load_server_mode_class
 from edge_offload.ros_logging import forward_python_logging
 from edge_offload.ros_node_main import run_lifecycle_node
-from edge_offload.ros_params import ParamSpec, declare_parameters, parameter_values
+from edge_offload.ros_params import (
+    ParamSpec,
+    declare_parameters,
+    mode_option_parameters,
+    parameter_values,
+)
 from edge_offload.server import EdgeServer, ServerConfig
 
-_logger = logging.getLogger('edge_offload.server')
 _DEFAULTS = ServerConfig()
 PARAMETERS = (
     ParamSpec('endpoint', _DEFAULTS.endpoint, 'ZeroMQ endpoint to bind, e.g. tcp://0.0.0.0:5555'),
@@ -144,24 +147,7 @@ _LEVELS = {
 
 def server_mode_option_parameters() -> tuple[ParamSpec, ...]:
     """Return ``<mode>.<option>`` parameters for every registered server mode's options."""
-    specs = []
-    for name in available_server_modes():
-        try:
-            options = load_server_mode_class(name).option_specs
-        except Exception as error:  # noqa: BLE001 - a broken plug-in must not stop the server
-            _logger.warning('server mode %s: options not declared: %s', name, error)
-            continue
-        specs.extend(
-            ParamSpec(
-                f'{name}.{option.name}',
-                option.default,
-                f'{name} server mode: {option.description}',
-                option.min_value,
-                option.max_value,
-            )
-            for option in options
-        )
-    return tuple(specs)
+    return mode_option_parameters(available_server_modes(), load_server_mode_class, 'server mode')
 
 
 class EdgeServerNode(LifecycleNode):

@@ -107,6 +107,7 @@ from edge_offload.request_timeout import DEFAULT_CEILING_S, DEFAULT_FACTOR, Requ
 from edge_offload.ros_logging import forward_python_logging
 from edge_offload.ros_node_main import run_lifecycle_node
 from edge_offload.ros_params import ParamSpec, declare_parameters, parameter_values
+from edge_offload.ros_params import mode_option_parameters as option_parameters
 from edge_offload.stamps import stamp_seconds
 from edge_offload.tensor_blob import TensorBlobError, from_tensor_blob, to_tensor_blob
 from offload_interfaces.action import Offload
@@ -180,24 +181,7 @@ PARAMETERS = (
 
 def mode_option_parameters() -> tuple[ParamSpec, ...]:
     """Return ``<mode>.<option>`` parameters for every registered mode's options."""
-    specs = []
-    for name in available_modes():
-        try:
-            options = load_mode_class(name).option_specs
-        except Exception as error:  # noqa: BLE001 - a broken plug-in must not stop the bridge
-            _logger.warning('mode %s: options not declared: %s', name, error)
-            continue
-        specs.extend(
-            ParamSpec(
-                f'{name}.{option.name}',
-                option.default,
-                f'{name} mode: {option.description}',
-                option.min_value,
-                option.max_value,
-            )
-            for option in options
-        )
-    return tuple(specs)
+    return option_parameters(available_modes(), load_mode_class, 'mode')
 
 
 # How long release() waits for the goal workers to finish a run in progress.

@@ -9,7 +9,8 @@ them and rclpy rejects out-of-range values before the node sees them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import logging
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -77,3 +78,34 @@ def parameter_values(node: Node, specs: Sequence[ParamSpec]) -> dict[str, Any]:
             value = []
         values[spec.name] = list(value) if isinstance(value, list | tuple) else value
     return values
+
+
+def mode_option_parameters(
+    modes: Iterable[str], load_class: Callable[[str], type], label: str
+) -> tuple[ParamSpec, ...]:
+    """Return a ``<mode>.<option>`` parameter for each option of each of ``modes``.
+
+    ``load_class(name)`` returns the mode's class (its ``option_specs``); ``label`` says
+    which half the descriptions are of ('mode', 'server mode'). A plug-in that fails to load
+    is logged and skipped: it must not stop the node.
+    """
+    specs = []
+    for name in modes:
+        try:
+            options = load_class(name).option_specs
+        except Exception as error:  # noqa: BLE001 - a broken plug-in must not stop the node
+            logging.getLogger('edge_offload').warning(
+                '%s %s: options not declared: %s', label, name, error
+            )
+            continue
+        specs.extend(
+            ParamSpec(
+                f'{name}.{option.name}',
+                option.default,
+                f'{name} {label}: {option.description}',
+                option.min_value,
+                option.max_value,
+            )
+            for option in options
+        )
+    return tuple(specs)
