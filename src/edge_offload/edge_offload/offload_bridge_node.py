@@ -64,7 +64,6 @@ closes the connection. ``autostart`` does configure + activate at start-up.
 from __future__ import annotations
 
 import functools
-import logging
 import math
 import queue
 import sys
@@ -113,7 +112,6 @@ from edge_offload.tensor_blob import TensorBlobError, from_tensor_blob, to_tenso
 from offload_interfaces.action import Offload
 from offload_interfaces.msg import LinkState
 
-_logger = logging.getLogger('edge_offload')
 _KEYS = '~/.local/share/edge_offload/keys'
 PARAMETERS = (
     ParamSpec('server_endpoint', 'tcp://127.0.0.1:5555', 'Edge server endpoint to connect to'),
