@@ -13,8 +13,11 @@ uses it to move the robot). Nothing here blocks the caller's frame loop.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import logging
 import threading
+import time
+from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,6 +34,9 @@ LOCAL_STATUSES = frozenset({'new', 'waiting', 'evicted', 'refused', 'lost', 'lef
 _logger = logging.getLogger('arise_ros.client')
 # The most servers a directory answer is read for.
 _MAX_DIRECTORY_SERVERS = 64
+_IN_FLIGHT_KEPT = 64
+# How long a robot leaving a server that evicted or refused it lets its frames come back.
+_LEAVE_GRACE_S = 1.0
 
 
 @dataclass
@@ -70,6 +76,9 @@ class AriseSession:
     ) -> None:
         self._client = client
         self.task = task
+        # The newest frames sent (bounded), so that a robot leaving a server can let them
+        # come back first.
+        self._in_flight: deque[CallFuture] = deque(maxlen=_IN_FLIGHT_KEPT)
         self._on_status = on_status
         self._poll_timeout_s = poll_timeout_s
         self._lock = threading.Lock()
@@ -147,10 +156,24 @@ class AriseSession:
         with self._lock:
             self._sent_up_to = max(self._sent_up_to, int(frame_id))
         try:
-            return self._client.submit(MODE, 'infer', fields, tensors)
+            future = self._client.submit(MODE, 'infer', fields, tensors)
         except OffloadError as error:
             _logger.warning('%s: frame %d not sent: %s', self.task.name, frame_id, error)
             return None
+        with self._lock:
+            self._in_flight.append(future)
+        return future
+
+    def wait_in_flight(self, timeout_s: float) -> None:
+        """Wait up to ``timeout_s`` for the frames sent to be answered (or to fail)."""
+        deadline = time.monotonic() + timeout_s
+        with self._lock:
+            pending = [future for future in self._in_flight if not future.done()]
+        for future in pending:
+            try:
+                future.result(max(0.0, deadline - time.monotonic()))
+            except Exception:  # noqa: BLE001, S110 - the caller of offload hears of it
+                pass
 
     def report(self, drop_rate: float, result_frame: int | None = None) -> None:
         """Tell the server the robot's drop rate (fire and forget)."""
@@ -319,11 +342,17 @@ class AriseMembership:
     def offload(self, frame_id: int, tensors, **fields) -> CallFuture | None:
         with self._lock:
             session = self._session
+            if fields.get('drop_rate') is not None:
+                self.task = dataclasses.replace(self.task, drop_rate=float(fields['drop_rate']))
         return None if session is None else session.offload(frame_id, tensors, **fields)
 
     def report(self, drop_rate: float) -> None:
+        """Tell the server the robot's drop rate; the next join declares it too."""
         with self._lock:
             session = self._session
+            # A robot that joins (again) with a stale rate is admitted, then evicted at its
+            # first frame, again and again.
+            self.task = dataclasses.replace(self.task, drop_rate=float(drop_rate))
         if session is not None:
             session.report(drop_rate)
 
@@ -356,8 +385,11 @@ class AriseMembership:
         """
         self._moving.set()
         with self._lock:
-            old = self._client
+            old, old_session = self._client, self._session
             self._session = self._client = None
+        if old_session is not None and status in ('evicted', 'refused'):
+            # The server is alive and serves the frames it has: let them come back.
+            old_session.wait_in_flight(_LEAVE_GRACE_S)
         if old is not None:
             old.close()
         left = self.endpoint
@@ -401,7 +433,9 @@ class AriseMembership:
         if not client.wait_connected(self._connect_timeout_s):
             client.close()
             return False
-        session = AriseSession(client, self.task, on_status=self._heard)
+        with self._lock:
+            task = self.task
+        session = AriseSession(client, task, on_status=self._heard)
         # _moving stays set through the join, so what the join reports starts no new move.
         if session.join(self._frame_now) != 'waiting':
             client.close()
