@@ -342,8 +342,9 @@ class AriseMembership:
     def offload(self, frame_id: int, tensors, **fields) -> CallFuture | None:
         with self._lock:
             session = self._session
-            if fields.get('drop_rate') is not None:
-                self.task = dataclasses.replace(self.task, drop_rate=float(fields['drop_rate']))
+            rate = fields.get('drop_rate')
+            if rate is not None and rate != self.task.drop_rate:
+                self.task = dataclasses.replace(self.task, drop_rate=float(rate))
         return None if session is None else session.offload(frame_id, tensors, **fields)
 
     def report(self, drop_rate: float) -> None:

@@ -66,6 +66,7 @@ from edge_offload.modes.base import (
     ServerModeContext,
     ServerReply,
 )
+from edge_offload.server import percentile
 
 OPTION_SPECS: tuple[ModeOption, ...] = (
     ModeOption('model', 'accumo_depth', 'Model-zoo name every ARISE robot offloads'),
@@ -502,8 +503,8 @@ class AriseServerMode(ServerMode):
                 'model': self.model_name,
                 'max batch': self.max_batch,
                 'scheduler runs kept': len(run_times),
-                'scheduler run p50 ms': f'{_percentile(run_times, 0.5) * 1e3:.3f}',
-                'scheduler run p99 ms': f'{_percentile(run_times, 0.99) * 1e3:.3f}',
+                'scheduler run p50 ms': _milliseconds(percentile(run_times, 0.5)),
+                'scheduler run p99 ms': _milliseconds(percentile(run_times, 0.99)),
                 **window_values,
                 'latency profile': self.base_profile.source,
                 'profile scale (measured / profiled)': f'{self.profile_scale:.2f}',
@@ -546,10 +547,8 @@ def _robot_status(robot: _Robot, client: ClientState | None, plan: Plan | None) 
     return ModeStatus(f'arise robot {label}', level, message, values)
 
 
-def _percentile(ordered: list[float], share: float) -> float:
-    if not ordered:
-        return 0.0
-    return ordered[min(len(ordered) - 1, math.ceil(share * len(ordered)) - 1)]
+def _milliseconds(seconds: float) -> str:
+    return 'none yet' if math.isnan(seconds) else f'{seconds * 1e3:.3f}'
 
 
 def _plan_fields(plan: Plan, client_id: str) -> dict[str, Any]:

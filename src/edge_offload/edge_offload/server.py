@@ -530,8 +530,8 @@ class EdgeServer:
                 models[name] = ModelLatency(
                     count=self._counters[f'model:{name}'],
                     mean_s=statistics.fmean(ordered),
-                    p50_s=_percentile(ordered, 0.50),
-                    p95_s=_percentile(ordered, 0.95),
+                    p50_s=percentile(ordered, 0.50),
+                    p95_s=percentile(ordered, 0.95),
                     max_s=ordered[-1],
                 )
             scheduler = self._scheduler
@@ -1241,7 +1241,8 @@ def _detach_deferred(session: _Session) -> list[concurrent.futures.Future]:
     return deferred
 
 
-def _percentile(ordered: list[float], fraction: float) -> float:
+def percentile(ordered: list[float], fraction: float) -> float:
+    """Return the nearest-rank ``fraction`` percentile of sorted ``ordered`` (nan if empty)."""
     if not ordered:
         return math.nan
     index = min(len(ordered) - 1, max(0, math.ceil(fraction * len(ordered)) - 1))
