@@ -37,6 +37,8 @@ _MAX_DIRECTORY_SERVERS = 64
 _IN_FLIGHT_KEPT = 64
 # How long a robot leaving a server that evicted or refused it lets its frames come back.
 _LEAVE_GRACE_S = 1.0
+# How long an evicted robot with no other server to try runs locally before asking again.
+_EVICTED_BACKOFF_S = 5.0
 
 
 @dataclass
@@ -394,6 +396,11 @@ class AriseMembership:
         if old is not None:
             old.close()
         left = self.endpoint
+        if status == 'evicted' and left and len(self._candidates(left)) <= 1:
+            # Its SLA no longer fits there: asking again at once gets it admitted when a
+            # plan has room for a moment and evicted at the next run, every few hundred ms.
+            # With no other server, it runs locally for a while first.
+            self._stop.wait(_EVICTED_BACKOFF_S)
         while not self._stop.is_set() and (rounds is None or rounds > 0):
             if rounds is not None:
                 rounds -= 1
