@@ -45,11 +45,15 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import rclpy
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+from rclpy.context import Context
 from rclpy.exceptions import ParameterException
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
 from rclpy.node import Node
+from rclpy.qos import QoSProfile, ReliabilityPolicy
 
+from edge_offload.diagnostics import DIAGNOSTICS_TOPIC
 from edge_offload.keys import ensure_loopback_keys
 from edge_offload.parameter_files import ParameterFileError, write_parameter_file
 from people_following.camera_info_file import CameraInfoError
@@ -69,6 +73,9 @@ PROCESS_STOP_S = 5.0  # the edge server and people detection stop within this
 EDGE_SERVER_START_S = 120.0
 # After the source ends, results have stopped when none came for this long.
 _RESULTS_QUIET_S = 2.0
+# The statuses a failed run reports, and the most it keeps (one per node and server mode).
+_REPORTED_STATUSES = ('people detection', 'offload_bridge', 'edge_server')
+_MAX_STATUSES = 64
 # Older option names that still work.
 _ALIASES = {'record_path': ('--record',)}
 
@@ -271,6 +278,30 @@ def _await_last_results(
         time.sleep(0.05)
 
 
+class _StatusWatch(Node):
+    """The graph's newest ``/diagnostics`` status per name: what a failed run reports."""
+
+    def __init__(self, context: Context | None = None) -> None:
+        super().__init__('kapao_tracking_status', context=context)
+        self.statuses: dict[str, DiagnosticStatus] = {}
+        qos = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
+        self.create_subscription(DiagnosticArray, DIAGNOSTICS_TOPIC, self._on_statuses, qos)
+
+    def _on_statuses(self, message: DiagnosticArray) -> None:
+        for status in message.status:
+            if status.name in self.statuses or len(self.statuses) < _MAX_STATUSES:
+                self.statuses[status.name] = status
+
+    def report(self, wanted: tuple[str, ...] = _REPORTED_STATUSES) -> list[str]:
+        """Return one line per status whose name contains one of ``wanted``."""
+        lines = []
+        for name, status in sorted(self.statuses.items()):
+            if any(part in name for part in wanted):
+                values = ', '.join(f'{v.key} {v.value}' for v in status.values)
+                lines.append(f'{name}: {status.message} ({values})')
+        return lines
+
+
 class _Graph:
     """The started nodes: composed ones on one executor thread, the others as processes."""
 
@@ -279,6 +310,7 @@ class _Graph:
         self.ros_arguments = ros_arguments
         self.executor = SingleThreadedExecutor()
         self.composed: dict[str, Node] = {}
+        self.status_watch = _StatusWatch()
         self.processes: dict[str, subprocess.Popen] = {}
         self.spin_thread = threading.Thread(
             target=self.executor.spin, name='executor', daemon=True
@@ -308,7 +340,7 @@ class _Graph:
     def spin(self, stop: threading.Event) -> int:
         """Spin until the source ends or ``stop``; return the exit code."""
         source = self.composed['sensor_source']
-        for node in self.composed.values():
+        for node in (self.status_watch, *self.composed.values()):
             self.executor.add_node(node)
         self.spin_thread.start()
         while not stop.is_set() and not source.finished.is_set():
@@ -328,7 +360,8 @@ class _Graph:
             if published and not summary.results:
                 self.logger.error(
                     f'no result for any of the {published} frames within '
-                    f'{DRAIN_TIMEOUT_S:.0f} s of the source ending'
+                    f'{DRAIN_TIMEOUT_S:.0f} s of the source ending; the last statuses:\n'
+                    + ('\n'.join(self.status_watch.report()) or '(none received)')
                 )
                 return 1
             return 0 if source.error is None else 1
@@ -364,7 +397,7 @@ class _Graph:
         for node in self.composed.values():
             if isinstance(node, LifecycleNode):
                 node.release()
-        for node in reversed(self.composed.values()):
+        for node in (*reversed(self.composed.values()), self.status_watch):
             node.destroy_node()
         rclpy.try_shutdown()
         if self.spin_thread.is_alive():

@@ -24,6 +24,16 @@ def _run(*args: str, timeout: float = 240.0) -> subprocess.CompletedProcess:
     return subprocess.run([*args], capture_output=True, text=True, timeout=timeout, check=False)
 
 
+def _log(result: subprocess.CompletedProcess) -> str:
+    """Return the start (set-up) and the end (why it stopped) of a run's output."""
+    parts = []
+    for name, text in (('stdout', result.stdout), ('stderr', result.stderr)):
+        if len(text) > 8000:
+            text = f'{text[:4000]}\n[... {len(text) - 8000} characters ...]\n{text[-4000:]}'
+        parts.append(f'--- {name} ---\n{text}')
+    return '\n'.join(parts)
+
+
 def _graph_args(tmp_path) -> list[str]:  # noqa: ANN001
     return [
         '--start-edge-server',
@@ -41,7 +51,7 @@ def recorded_run(ros_domain_id, tmp_path):  # noqa: ANN001, ARG001 - isolates th
         '--source', 'synthetic', '--max-frames', str(FRAMES), '--reliable-sensor-qos',
         '--record-bag', str(bag), '--no-follow', *_graph_args(tmp_path),
     )  # fmt: skip
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert result.returncode == 0, _log(result)
     return bag
 
 
@@ -68,12 +78,10 @@ def test_recorded_run_is_reproduced_then_replayed_through_the_graph(recorded_run
         '--out', str(tmp_path / 'replay'), '--replay', '--rate', 'max', '--quiet',
         '--graph-args', ' '.join(_graph_args(tmp_path)),
     )  # fmt: skip
-    assert replay.returncode == 0, replay.stdout[-3000:] + replay.stderr[-3000:]
+    assert replay.returncode == 0, _log(replay)
     replayed = json.loads((tmp_path / 'replay' / 'metrics.json').read_text())
     assert replayed['image_raw']['frames'] == FRAMES
-    assert 'people' in replayed, (
-        'no result replayed\n' + replay.stdout[-3000:] + replay.stderr[-6000:]
-    )
+    assert 'people' in replayed, 'no result replayed\n' + _log(replay)
     assert replayed['people']['frames'] >= 1
     modes = {mode.removesuffix('+tracking') for mode in replayed['people']['offload_modes']}
     assert modes <= {'nnto', 'local', 'none'}  # none: tracked before the first detection

@@ -8,6 +8,10 @@ import threading
 import time
 from collections.abc import Callable
 
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from rclpy.node import Node
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+
 from people_following import graph_runner
 from people_following.tracking_monitor_node import Summary
 
@@ -66,3 +70,37 @@ def test_a_node_that_exits_ends_the_wait_before_the_deadline():
     deadline = time.monotonic() + 10.0
     graph_runner._await_last_results(summary, 5, deadline, threading.Event(), lambda: True)
     assert time.monotonic() < deadline - 5.0
+
+
+def test_a_run_without_results_reports_the_graphs_last_statuses(ros_context, ros_executor):
+    watch = graph_runner._StatusWatch(context=ros_context)
+    node = Node('publisher', context=ros_context)
+    qos = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
+    publisher = node.create_publisher(DiagnosticArray, '/diagnostics', qos)
+    ros_executor.add_node(watch)
+    ros_executor.add_node(node)
+    statuses = [
+        DiagnosticStatus(
+            name='people_detection: people detection',
+            message=message,
+            values=[KeyValue(key='frames_received', value=received)],
+        )
+        for message, received in (('ok', '3'), ('2 frames dropped (inference busy)', '12'))
+    ]
+    unrelated = DiagnosticStatus(name='tracking_monitor: camera', message='ok')
+    deadline = time.monotonic() + 10.0
+    while time.monotonic() < deadline and not watch.report():
+        publisher.publish(DiagnosticArray(status=[statuses[0], unrelated]))
+        ros_executor.spin_once(timeout_sec=0.1)
+    publisher.publish(DiagnosticArray(status=[statuses[1]]))
+    deadline = time.monotonic() + 10.0
+    while time.monotonic() < deadline and 'frames_received 12' not in ''.join(watch.report()):
+        ros_executor.spin_once(timeout_sec=0.1)
+
+    # The newest status of each matching name, and nothing else.
+    assert watch.report() == [
+        'people_detection: people detection: 2 frames dropped (inference busy) '
+        '(frames_received 12)'
+    ]
+    node.destroy_node()
+    watch.destroy_node()
