@@ -7,6 +7,11 @@ domain (in one pytest run, in parallel runs, or in another checkout's CI) see ea
 other's topics. Each reservation holds an exclusive ``flock`` on a per-domain lock
 file for as long as the test runs; the kernel drops the lock if the process dies, so
 no stale reservation outlives a crashed run.
+
+A lock does not cover a node process that outlived its test (an orphan of a killed
+launch): it still speaks in its domain, and a later test there would count its
+subscriptions as its own graph's. Ids that a live process has in its environment are
+taken last.
 """
 
 from __future__ import annotations
@@ -24,6 +29,25 @@ FIRST_TEST_DOMAIN_ID = 1
 LAST_TEST_DOMAIN_ID = 200
 
 _LOCK_DIR = Path(tempfile.gettempdir()) / 'edge_offload_ros_domains'
+_VARIABLE = b'ROS_DOMAIN_ID='
+
+
+def domains_of_live_processes(proc: Path = Path('/proc')) -> set[int]:
+    """Return the ROS_DOMAIN_IDs in the environments of this machine's other processes."""
+    found: set[int] = set()
+    own = str(os.getpid())
+    for entry in proc.glob('[0-9]*'):
+        if entry.name == own:
+            continue
+        try:
+            environment = (entry / 'environ').read_bytes()
+        except OSError:  # gone meanwhile, or another user's
+            continue
+        for variable in environment.split(b'\0'):
+            if variable.startswith(_VARIABLE):
+                with contextlib.suppress(ValueError):
+                    found.add(int(variable[len(_VARIABLE) :]))
+    return found
 
 
 @contextlib.contextmanager
@@ -33,6 +57,8 @@ def reserve_domain_id() -> Iterator[int]:
     candidates = list(range(FIRST_TEST_DOMAIN_ID, LAST_TEST_DOMAIN_ID + 1))
     # Random order keeps concurrent runs from contending for the same low ids.
     random.shuffle(candidates)
+    in_use = domains_of_live_processes()
+    candidates.sort(key=lambda domain_id: domain_id in in_use)  # stable: still shuffled
     for domain_id in candidates:
         lock_file = os.open(_LOCK_DIR / f'{domain_id}.lock', os.O_CREAT | os.O_RDWR, 0o666)
         try:
