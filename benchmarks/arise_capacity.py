@@ -10,7 +10,11 @@ GPU-like curve (``7 + 3·bs`` ms, batch sizes 1-16, the shape of the dissertatio
 3.12, not a measurement) and the trained server depth net measured on this CPU (96x128
 frames, batch sizes 1-8). Reported per system: mean concurrent robots (after ``--warmup``
 s), the share of served robots whose realised drop met their SLA, the worst realised drop
-/ SLA, mean batch size and server idle share. Nothing is asserted.
+/ SLA, mean batch size and server idle share. ARISE's note: its Step 1 load, the server
+time a second its robots would take at their Step 1 interval and batch size (grace
+included; near 100 %, no packing fits another robot at those settings), and the Step 1
+bound, the robots drawn from the fleet's ranges that fill the server at them. Nothing is
+asserted.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import time
 
 import torch
 
-from arise_ros.fleet_sim import FleetSpec, run_dynamic, run_static
+from arise_ros.fleet_sim import FleetSpec, run_dynamic, run_static, step1_bound
 from arise_ros.latency_profile import BatchLatencyProfile, gpu_like_profile, measure_profile
 from arise_ros.scheduler import SchedulerConfig
 
@@ -120,6 +124,12 @@ def main(argv: list[str] | None = None) -> int:
                 note = result.detail or (
                     f'interval {interval}' if result.system == 'clipper' else ''
                 )
+                if result.system == 'arise':
+                    bound = step1_bound(profile, spec, config)
+                    note = (
+                        f'Step 1 load {100 * result.step1_load:.0f} %; '
+                        f'Step 1 bound {bound:.1f} ({bound / best_baseline:.2f}x)'
+                    )
                 print(
                     f'| {sla:g} | {result.system} | {result.mean_clients:.1f} | '
                     f'{100 * result.within_sla:.0f} % of {len(result.drops)} | {worst:.2f} | '

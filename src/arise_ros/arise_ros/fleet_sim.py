@@ -42,6 +42,7 @@ from arise_ros.scheduler import (
     Settings,
     client_drop,
     opportunistic_batches,
+    pseudo_optimal_settings,
     reference_for,
 )
 
@@ -80,6 +81,9 @@ class SystemResult:
     mean_batch: float = 0.0
     idle_fraction: float = 0.0
     detail: str = ''
+    # The server time a second its robots take at their Step 1 settings, grace included
+    # (mean over the counted runs): near 1, no packing fits another robot at them.
+    step1_load: float = 0.0
 
     @property
     def within_sla(self) -> float:
@@ -202,7 +206,8 @@ def run_dynamic(
     period = 0.2
     pending = list(fleet)
     steps = int(spec.duration_s / period)
-    counted, samples = 0.0, 0
+    counted, samples, step1_load = 0.0, 0, 0.0
+    loads: dict[str, float] = {}
     for step in range(steps):
         now = step * period
         while pending and pending[0].arrive_s <= now:
@@ -227,6 +232,10 @@ def run_dynamic(
         if now >= spec.warmup_s:
             counted += len(scheduler.clients)
             samples += 1
+            for client_id, client in scheduler.clients.items():
+                if client_id not in loads:
+                    loads[client_id] = step1_server_load(client, profile, config)
+                step1_load += loads[client_id]
     end = steps * period
     for client_id, start in served_from.items():
         windows[client_id] = (start, end)
@@ -240,6 +249,7 @@ def run_dynamic(
         {cid: clients[cid].sla for cid in drops},
         sum(len(b.requests) for b in executed) / len(executed) if executed else 0.0,
         1.0 - busy / span if span > 0 else 0.0,
+        step1_load=step1_load / samples if samples else 0.0,
     )
 
 
@@ -335,6 +345,49 @@ def run_static(
         f'interval {interval}, batch size {batch_size}',
     )
     return result, interval
+
+
+def step1_server_load(
+    client: ClientState, profile: BatchLatencyProfile, config: SchedulerConfig
+) -> float:
+    """Return the server time a second ``client`` takes at its Step 1 settings.
+
+    ``fps / interval`` requests a second at ``latency(bs) / bs`` each, plus the grace
+    share after every batch.
+    """
+    settings = pseudo_optimal_settings(client, profile, config)
+    per_request_s = profile.latency(settings.batch_size) / settings.batch_size
+    return client.fps / settings.interval * per_request_s * (1.0 + config.grace_fraction)
+
+
+def step1_bound(
+    profile: BatchLatencyProfile,
+    spec: FleetSpec,
+    config: SchedulerConfig | None = None,
+    samples: int = 4000,
+) -> float:
+    """Return how many robots drawn from the fleet's ranges fill the server at Step 1.
+
+    The server is full when their ``step1_server_load`` adds up to one second a second: no
+    plan holds more such robots at those settings, however well it packs. A scheduler that
+    keeps the cheaper robots (a refused one goes to the back of the queue) can hold more.
+    """
+    config = config or SchedulerConfig()
+    rng = random.Random(spec.seed)  # noqa: S311 - a seeded, reproducible sample
+    load = 0.0
+    for _ in range(samples):
+        client = ClientState(
+            'bound',
+            spec.fps,
+            rng.uniform(*spec.sla_range),
+            spec.uplink_s,
+            spec.downlink_s,
+            0,
+            0.0,
+            drop_rate=rng.uniform(*spec.rate_range),
+        )
+        load += step1_server_load(client, profile, config)
+    return samples / load
 
 
 def _static_ok(profile, spec, count, interval, batch_size, duration_s) -> bool:
