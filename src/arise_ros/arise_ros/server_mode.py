@@ -30,8 +30,12 @@ Diagnostics (:meth:`AriseServerMode.diagnostics`, on the node's ``/diagnostics``
 status (robots admitted and waiting, evictions, scheduler run time, batches, mean batch size
 and the server's idle share since the last report, where the latency profile came from) and
 one status per robot (its SLA, interval, batch size, the plan's estimated drop, its
-reported drop rate, frames and results), WARN while it waits or when its estimate is over
-its SLA.
+reported drop rate, frames and results, and its served drop), WARN while it waits or when
+its estimate or its served drop is over its SLA. The served drop is what the results the
+server really sent gave the robot over the last 10 s of its admission (its
+reported drop rate times the tracking stride of every frame, less the reference setup's):
+the plan's estimate checked against what happened, so a robot whose frames come late or
+not at all shows up even while its plan looks fine.
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -55,7 +59,14 @@ from arise_ros.latency_profile import (
     measure_profile,
     observed_scale,
 )
-from arise_ros.scheduler import AriseScheduler, ClientState, Plan, SchedulerConfig
+from arise_ros.scheduler import (
+    AriseScheduler,
+    ClientState,
+    Plan,
+    SchedulerConfig,
+    client_drop,
+    reference_for,
+)
 from edge_offload import protocol
 from edge_offload.models import InvalidInputError, UnknownModelError
 from edge_offload.modes.base import (
@@ -89,6 +100,9 @@ OPTION_SPECS: tuple[ModeOption, ...] = (
 OPTION_DEFAULTS: dict[str, Any] = {option.name: option.default for option in OPTION_SPECS}
 # Scheduler run times kept for the diagnostics' percentiles.
 _RUN_TIMES_KEPT = 256
+# Results kept per robot for its served drop (a 10 s window at up to 200 results/s).
+_SERVED_KEPT = 2048
+_SERVED_WINDOW_S = 10.0
 # Largest frame list a plan reply carries (a 1 s horizon at 240 fps, every frame).
 _MAX_PLAN_FRAMES = 240
 
@@ -105,6 +119,9 @@ class _Robot:
     reply: dict[str, Any] | None = None
     poll: concurrent.futures.Future | None = None
     poll_after: int = 0
+    # When it was last admitted, and (sent, frame id) of its newest results since then.
+    admitted_s: float | None = None
+    served: deque[tuple[float, int]] = field(default_factory=lambda: deque(maxlen=_SERVED_KEPT))
 
 
 def _option(options: Mapping[str, Any], name: str) -> Any:
@@ -297,6 +314,8 @@ class AriseServerMode(ServerMode):
             if error is not None:
                 reply.set_exception(error)
                 return
+            with self._lock:
+                robot.served.append((time.monotonic(), frame_id))
             reply.set_result(
                 ServerReply(
                     tensors=result.result(),
@@ -429,6 +448,9 @@ class AriseServerMode(ServerMode):
 
     def _publish(self, robot: _Robot, fields: dict[str, Any]) -> None:
         robot.seq += 1
+        if fields['status'] == 'admitted' and robot.status != 'admitted':
+            robot.admitted_s = time.monotonic()
+            robot.served.clear()
         robot.status = fields['status']
         robot.reply = {**fields, 'seq': robot.seq}
         if robot.poll is not None and robot.seq > robot.poll_after:
@@ -512,11 +534,45 @@ class AriseServerMode(ServerMode):
         )
         statuses = [fleet]
         for robot in sorted(robots, key=lambda r: (r.name, r.client_id)):
-            statuses.append(_robot_status(robot, clients.get(robot.client_id), plan))
+            client = clients.get(robot.client_id)
+            served = self._served_drop(robot, client, now)
+            statuses.append(_robot_status(robot, client, plan, served))
         return statuses
 
+    def _served_drop(
+        self, robot: _Robot, client: ClientState | None, now_s: float
+    ) -> float | None:
+        """Return the drop the results really sent gave an admitted robot lately, if known.
 
-def _robot_status(robot: _Robot, client: ClientState | None, plan: Plan | None) -> ModeStatus:
+        Each result is back one downlink after it was sent; every frame captured in the
+        window is tracked from the newest result back before its capture.
+        """
+        if client is None or robot.status != 'admitted' or robot.admitted_s is None:
+            return None
+        rate = client.drop_rate
+        if rate is None:
+            return None
+        start = max(robot.admitted_s, now_s - _SERVED_WINDOW_S)
+        with self._lock:
+            back = [(sent + client.downlink_s, frame) for sent, frame in robot.served]
+        # The window's results, and the newest one before it (what the robot held then).
+        before = [item for item in back if item[0] <= start]
+        results = before[-1:] + [item for item in back if item[0] > start]
+        end_frame = client.first_frame_captured_after(now_s) - 1
+        if end_frame < client.first_frame_captured_after(start):
+            return None
+        reference = reference_for(client, self.profile, self.scheduler_config.reference_interval)
+        if not results:
+            # Nothing back yet: as verify counts a newcomer, it holds a result from just
+            # before its admission.
+            held = client.first_frame_captured_after(robot.admitted_s) - reference.e2e_frames
+            results = [(-math.inf, held)]
+        return client_drop(client, rate, reference, results, start, end_frame)
+
+
+def _robot_status(
+    robot: _Robot, client: ClientState | None, plan: Plan | None, served_drop: float | None
+) -> ModeStatus:
     label = robot.name or robot.client_id
     values: dict[str, Any] = {'session': robot.client_id, 'status': robot.status}
     own = plan.clients.get(robot.client_id) if plan is not None else None
@@ -539,9 +595,15 @@ def _robot_status(robot: _Robot, client: ClientState | None, plan: Plan | None) 
             f'admitted: every {own.interval} frames, batch {own.batch_size}, estimated drop '
             f'{own.estimated_drop:.4f} of SLA {own.sla:.4f}'
         )
+        values[f'served drop (last {_SERVED_WINDOW_S:g} s)'] = (
+            'none yet' if served_drop is None else f'{served_drop:.4f}'
+        )
         if own.estimated_drop > own.sla:
             level = 'warn'
             message += ' (over its SLA)'
+        elif served_drop is not None and served_drop > own.sla:
+            level = 'warn'
+            message += f'; served drop {served_drop:.4f} is over its SLA'
     elif robot.status == 'waiting':
         level, message = 'warn', 'waiting for admission: running locally'
     return ModeStatus(f'arise robot {label}', level, message, values)
