@@ -524,6 +524,7 @@ class SensorSourceNode(Node):
             self._hold()
             self._await_subscribers()
             self._await_results_publisher()
+            unacknowledged = 0  # images published since the last wait for acknowledgements
             for sample in samples:
                 self._hold()
                 if self._stop.is_set():
@@ -537,14 +538,21 @@ class SensorSourceNode(Node):
                         if self._stop.is_set():
                             break
                     self._publish_frame(sample)
-                    if self._reliable and self._rate_mode == 'max':
-                        # A reliable writer keeps only `depth` samples: at full speed it
-                        # would overwrite ones not yet acknowledged. Pacing by the
-                        # images' acknowledgements makes a max-rate replay lossless. Only
-                        # the images': a small message (camera_info) is acknowledged at
-                        # the writer's next periodic heartbeat, 3 s by default in Fast
-                        # DDS, and the last wait covers it.
+                    unacknowledged += 1
+                    if (
+                        self._reliable
+                        and self._rate_mode == 'max'
+                        and unacknowledged >= self._image_publisher.qos_profile.depth
+                    ):
+                        # A reliable writer keeps only `depth` samples: at full speed the
+                        # next one would overwrite one not yet acknowledged. Waiting for
+                        # the images' acknowledgements once its history is full makes a
+                        # max-rate replay lossless. Not after every frame: a small image
+                        # (like camera_info) is acknowledged only at the writer's next
+                        # periodic heartbeat, 3 s by default in Fast DDS, so that cost a
+                        # heartbeat a frame. The last wait covers camera_info.
                         self._await_acknowledgements(self._image_publisher)
+                        unacknowledged = 0
                     if self._max_frames and self._frames >= self._max_frames:
                         reason = f'max_frames ({self._max_frames}) reached'
                         break
