@@ -81,9 +81,11 @@ class SystemResult:
     mean_batch: float = 0.0
     idle_fraction: float = 0.0
     detail: str = ''
-    # The server time a second its robots take at their Step 1 settings, grace included
-    # (mean over the counted runs): near 1, no packing fits another robot at them.
+    # The server time a second its robots take at their Step 1 settings, and at the ones
+    # it planned them with (shorter intervals where verify tightened them), grace included
+    # (means over the counted runs): near 1, no packing fits another robot at them.
     step1_load: float = 0.0
+    planned_load: float = 0.0
 
     @property
     def within_sla(self) -> float:
@@ -206,7 +208,7 @@ def run_dynamic(
     period = 0.2
     pending = list(fleet)
     steps = int(spec.duration_s / period)
-    counted, samples, step1_load = 0.0, 0, 0.0
+    counted, samples, step1_load, planned_load = 0.0, 0, 0.0, 0.0
     loads: dict[str, float] = {}
     for step in range(steps):
         now = step * period
@@ -236,6 +238,9 @@ def run_dynamic(
                 if client_id not in loads:
                     loads[client_id] = step1_server_load(client, profile, config)
                 step1_load += loads[client_id]
+                planned_load += server_load(
+                    client, scheduler._settings_of(client), scheduler.profile, config
+                )
     end = steps * period
     for client_id, start in served_from.items():
         windows[client_id] = (start, end)
@@ -250,6 +255,7 @@ def run_dynamic(
         sum(len(b.requests) for b in executed) / len(executed) if executed else 0.0,
         1.0 - busy / span if span > 0 else 0.0,
         step1_load=step1_load / samples if samples else 0.0,
+        planned_load=planned_load / samples if samples else 0.0,
     )
 
 
@@ -347,17 +353,26 @@ def run_static(
     return result, interval
 
 
-def step1_server_load(
-    client: ClientState, profile: BatchLatencyProfile, config: SchedulerConfig
+def server_load(
+    client: ClientState,
+    settings: Settings,
+    profile: BatchLatencyProfile,
+    config: SchedulerConfig,
 ) -> float:
-    """Return the server time a second ``client`` takes at its Step 1 settings.
+    """Return the server time a second ``client`` takes at ``settings``.
 
     ``fps / interval`` requests a second at ``latency(bs) / bs`` each, plus the grace
     share after every batch.
     """
-    settings = pseudo_optimal_settings(client, profile, config)
     per_request_s = profile.latency(settings.batch_size) / settings.batch_size
     return client.fps / settings.interval * per_request_s * (1.0 + config.grace_fraction)
+
+
+def step1_server_load(
+    client: ClientState, profile: BatchLatencyProfile, config: SchedulerConfig
+) -> float:
+    """Return the server time a second ``client`` takes at its Step 1 settings."""
+    return server_load(client, pseudo_optimal_settings(client, profile, config), profile, config)
 
 
 def step1_bound(
