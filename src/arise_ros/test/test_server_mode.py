@@ -20,17 +20,24 @@ JOIN = {'fps': 30.0, 'sla': 0.04, 'frame_id': 0, 'uplink_s': 0.004, 'downlink_s'
 
 
 @pytest.fixture
-def served(tmp_path):
+def server_and_client(tmp_path):
     keys = make_test_keys(tmp_path)
     server = loopback_edge_server(
         keys, models=['tiny_cnn'], modes=['arise'], mode_options={'arise': dict(OPTIONS)}
     )
     endpoint = server.start()
     client = edge_client_for(keys, endpoint)
-    assert client.wait_connected(10.0)
-    yield client
-    client.close()
-    server.stop()
+    try:
+        assert client.wait_connected(10.0)
+        yield server, client
+    finally:
+        client.close()
+        server.stop()
+
+
+@pytest.fixture
+def served(server_and_client):
+    return server_and_client[1]
 
 
 def _rejected(client, op: str, fields: dict, tensors=None) -> str:
@@ -121,77 +128,61 @@ def _statuses(server) -> dict:
     return {status.name: status for status in server.mode_diagnostics()}
 
 
-def test_diagnostics_show_the_fleet_and_each_admitted_robot(tmp_path):
-    keys = make_test_keys(tmp_path)
-    server = loopback_edge_server(
-        keys, models=['tiny_cnn'], modes=['arise'], mode_options={'arise': dict(OPTIONS)}
-    )
-    client = edge_client_for(keys, server.start())
-    try:
-        assert client.wait_connected(10.0)
-        fleet = _statuses(server)['arise fleet']
-        assert fleet.message == '0 robot(s) admitted, 0 waiting'
-        assert fleet.values['latency profile'].startswith('measured at start-up')
-        session = AriseSession(client, RobotTask('r1', 30.0, 0.04, 0.004, 0.002, 0.003))
-        assert session.join(0) == 'waiting'
-        deadline = time.monotonic() + 10.0
-        while session.status != 'admitted' and time.monotonic() < deadline:
-            time.sleep(0.05)
-        statuses = _statuses(server)
-        robot = statuses['arise robot r1']
-        assert robot.level == 'ok', robot
-        assert robot.message.startswith('admitted: every'), robot
-        assert robot.values['sla'] == '0.0400'
-        assert robot.values['interval (frames)'] == session.plan().interval
-        assert float(robot.values['estimated drop']) <= 0.04
-        assert statuses['arise fleet'].values['admitted'] == 1
-        assert statuses['arise fleet'].values['admissions total'] == 1
-        session.leave()
-        assert 'arise robot r1' not in _statuses(server)
-    finally:
-        client.close()
-        server.stop()
+def test_diagnostics_show_the_fleet_and_each_admitted_robot(server_and_client):
+    server, client = server_and_client
+    fleet = _statuses(server)['arise fleet']
+    assert fleet.message == '0 robot(s) admitted, 0 waiting'
+    assert fleet.values['latency profile'].startswith('measured at start-up')
+    session = AriseSession(client, RobotTask('r1', 30.0, 0.04, 0.004, 0.002, 0.003))
+    assert session.join(0) == 'waiting'
+    deadline = time.monotonic() + 10.0
+    while session.status != 'admitted' and time.monotonic() < deadline:
+        time.sleep(0.05)
+    statuses = _statuses(server)
+    robot = statuses['arise robot r1']
+    assert robot.level == 'ok', robot
+    assert robot.message.startswith('admitted: every'), robot
+    assert robot.values['sla'] == '0.0400'
+    assert robot.values['interval (frames)'] == session.plan().interval
+    assert float(robot.values['estimated drop']) <= 0.04
+    assert statuses['arise fleet'].values['admitted'] == 1
+    assert statuses['arise fleet'].values['admissions total'] == 1
+    session.leave()
+    assert 'arise robot r1' not in _statuses(server)
 
 
-def test_a_robot_admitted_but_getting_no_results_shows_its_served_drop_over_its_sla(tmp_path):
-    keys = make_test_keys(tmp_path)
-    server = loopback_edge_server(
-        keys, models=['tiny_cnn'], modes=['arise'], mode_options={'arise': dict(OPTIONS)}
-    )
-    client = edge_client_for(keys, server.start())
-    try:
-        assert client.wait_connected(10.0)
-        session = AriseSession(client, RobotTask('r1', 30.0, 0.04, 0.004, 0.002, 0.003))
-        session.join(0)
-        deadline = time.monotonic() + 10.0
-        while not (session.status == 'admitted' and session.plan().frames):
-            assert time.monotonic() < deadline, session.status
-            time.sleep(0.05)
-        frame = session.plan().frames[0]
-        image = {'image': torch.rand(1, 3, 64, 64)}
-        session.offload(frame, image, drop_rate=0.003).result(5.0)
-        # A number once a frame of the robot's clock has passed since its admission.
-        deadline = time.monotonic() + 5.0
-        while _statuses(server)['arise robot r1'].values['served drop (last 10 s)'] == 'none yet':
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
-        # Then it sends nothing: its plan still looks fine (the scheduler plans on what it
-        # told the robot), but every frame it tracks drifts further from its last result.
-        # At 0.003 a frame, 0.04 is about 14 frames of mean stride.
-        deadline = time.monotonic() + 10.0
-        while True:
-            robot = _statuses(server)['arise robot r1']
-            if robot.level == 'warn':
-                break
-            assert time.monotonic() < deadline, robot
-            time.sleep(0.1)
-        assert 'served drop' in robot.message, robot
-        assert float(robot.values['served drop (last 10 s)']) > 0.04
-        assert float(robot.values['estimated drop']) <= 0.04
-        session.leave()
-    finally:
-        client.close()
-        server.stop()
+def test_a_robot_admitted_but_getting_no_results_shows_its_served_drop_over_its_sla(
+    server_and_client,
+):
+    server, client = server_and_client
+    session = AriseSession(client, RobotTask('r1', 30.0, 0.04, 0.004, 0.002, 0.003))
+    session.join(0)
+    deadline = time.monotonic() + 10.0
+    while not (session.status == 'admitted' and session.plan().frames):
+        assert time.monotonic() < deadline, session.status
+        time.sleep(0.05)
+    frame = session.plan().frames[0]
+    image = {'image': torch.rand(1, 3, 64, 64)}
+    session.offload(frame, image, drop_rate=0.003).result(5.0)
+    # A number once a frame of the robot's clock has passed since its admission.
+    deadline = time.monotonic() + 5.0
+    while _statuses(server)['arise robot r1'].values['served drop (last 10 s)'] == 'none yet':
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    # Then it sends nothing: its plan still looks fine (the scheduler plans on what it
+    # told the robot), but every frame it tracks drifts further from its last result.
+    # At 0.003 a frame, 0.04 is about 14 frames of mean stride.
+    deadline = time.monotonic() + 10.0
+    while True:
+        robot = _statuses(server)['arise robot r1']
+        if robot.level == 'warn':
+            break
+        assert time.monotonic() < deadline, robot
+        time.sleep(0.1)
+    assert 'served drop' in robot.message, robot
+    assert float(robot.values['served drop (last 10 s)']) > 0.04
+    assert float(robot.values['estimated drop']) <= 0.04
+    session.leave()
 
 
 def test_a_robot_started_before_its_server_runs_locally_then_joins_it(tmp_path):
