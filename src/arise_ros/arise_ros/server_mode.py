@@ -165,6 +165,7 @@ class AriseServerMode(ServerMode):
             max_waiting=self.max_clients,
         )
         self._lock = threading.Lock()
+        self._served_lock = threading.Lock()  # every robot's `served` results
         self._robots: dict[str, _Robot] = {}
         self._scheduler = AriseScheduler(
             self.profile, self.scheduler_config, proactive=self.policy == 'planned'
@@ -314,7 +315,8 @@ class AriseServerMode(ServerMode):
             if error is not None:
                 reply.set_exception(error)
                 return
-            with self._lock:
+            # Its own lock: a reply must not wait for a scheduler run holding self._lock.
+            with self._served_lock:
                 robot.served.append((time.monotonic(), frame_id))
             reply.set_result(
                 ServerReply(
@@ -450,7 +452,8 @@ class AriseServerMode(ServerMode):
         robot.seq += 1
         if fields['status'] == 'admitted' and robot.status != 'admitted':
             robot.admitted_s = time.monotonic()
-            robot.served.clear()
+            with self._served_lock:
+                robot.served.clear()
         robot.status = fields['status']
         robot.reply = {**fields, 'seq': robot.seq}
         if robot.poll is not None and robot.seq > robot.poll_after:
@@ -553,7 +556,7 @@ class AriseServerMode(ServerMode):
         if rate is None:
             return None
         start = max(robot.admitted_s, now_s - _SERVED_WINDOW_S)
-        with self._lock:
+        with self._served_lock:
             back = [(sent + client.downlink_s, frame) for sent, frame in robot.served]
         # The window's results, and the newest one before it (what the robot held then).
         before = [item for item in back if item[0] <= start]
