@@ -14,39 +14,52 @@ the real protocol.
 Systems (``SYSTEMS``):
 
 * ``arise``: the proactive scheduler.
-* ``arise_alpha``: the same intervals and verify, reactive batching (no packing).
+* ``arise_alpha``: Step 1's intervals and batch sizes, reactive batching (no packing).
 * ``chameleon``: per-client intervals (Step 1 with batch size 1), no batching.
 * ``clipper``: one fixed interval for every robot (the ``static`` search's), reactive
-  batching up to the largest batch size.
+  batching up to the largest batch size that keeps the robot's SLA at that interval.
 * ``static``: one fixed interval and batch size, and a fixed number of robots, the
   largest whose robots all meet their SLAs (searched offline over the same fleet).
 
-The dynamic baselines admit and evict with ARISE's verify step rather than the
-dissertation's pending-request heuristic: the same admission for every system, so that the
-comparison is of scheduling and batching only.
+How the dynamic baselines take and shed robots (``ADMISSIONS``):
+
+* ``pending`` (the default, the dissertation's §3.6.3): by the presence of pending
+  requests. A fixed number of robots (the newest) leave when a request was delayed till
+  the next batch (a batch started while it waited and had no room for it); that many more
+  are taken when no request was delayed for 400 ms. No SLA is checked on the way in.
+* ``verify``: ARISE's own admission and eviction (verify on the plan). Stronger than the
+  dissertation's baselines; with it the comparison is of scheduling and batching only.
 """
 
 from __future__ import annotations
 
+import math
 import random
+from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from arise_ros.accuracy import regular_schedule_drop
 from arise_ros.latency_profile import BatchLatencyProfile
 from arise_ros.scheduler import (
+    SLA_TOLERANCE,
     AriseScheduler,
     Batch,
     ClientState,
+    Plan,
     Request,
     SchedulerConfig,
     Settings,
     client_drop,
+    coordinated_e2e_frames,
     opportunistic_batches,
     pseudo_optimal_settings,
     reference_for,
+    simulate,
 )
 
 SYSTEMS = ('arise', 'arise_alpha', 'chameleon', 'clipper', 'static')
+ADMISSIONS = ('pending', 'verify')
 
 
 @dataclass(frozen=True)
@@ -70,6 +83,8 @@ class Visitor:
     leave_s: float
     sla: float
     rate: float
+    # When its camera captures frame 0 (in [0, 1/fps)): cameras do not share a clock.
+    phase_s: float = 0.0
 
 
 @dataclass
@@ -113,49 +128,190 @@ def visitors(spec: FleetSpec) -> list[Visitor]:
                 time_s + rng.expovariate(1.0 / spec.mean_stay_s),
                 rng.uniform(*spec.sla_range),
                 rng.uniform(*spec.rate_range),
+                rng.uniform(0.0, 1.0 / spec.fps),
             )
         )
         index += 1
 
 
-class _FixedInterval(AriseScheduler):
-    """Every robot offloads every ``interval`` frames (Clipper-like)."""
+def delayed_requests(batches: Sequence[Batch], since_s: float, until_s: float) -> int:
+    """Return the requests of batches starting in [since_s, until_s) delayed till a later batch.
 
-    def __init__(self, profile, config, interval: int) -> None:
+    A request is delayed when an earlier batch (in ``batches``, ordered by start) started
+    at or after its arrival: it was pending then, and that batch had no room for it.
+    """
+    starts = [batch.start_s for batch in batches]
+    count = 0
+    for index, batch in enumerate(batches):
+        if not since_s <= batch.start_s < until_s:
+            continue
+        for request in batch.requests:
+            if bisect_left(starts, request.arrival_s - 1e-9) < index:
+                count += 1
+    return count
+
+
+def fixed_interval_settings(
+    client: ClientState,
+    profile: BatchLatencyProfile,
+    config: SchedulerConfig,
+    interval: int,
+) -> Settings:
+    """Return Clipper-like settings: ``interval``, and the largest batch within the SLA.
+
+    What AIMD batch sizing settles at when its latency target is the longest one that
+    keeps the client's SLA at that interval; batch size 1 when none does.
+    """
+    rate = client.rate(config.default_drop_rate)
+    reference = reference_for(client, profile, config.reference_interval)
+    chosen = 1
+    for batch_size in range(1, profile.max_batch + 1):
+        e2e = coordinated_e2e_frames(client, profile.latency(batch_size))
+        if regular_schedule_drop(rate, e2e, interval, reference) <= client.sla + SLA_TOLERANCE:
+            chosen = batch_size
+    e2e = coordinated_e2e_frames(client, profile.latency(chosen))
+    return Settings(
+        interval,
+        chosen,
+        e2e,
+        profile.throughput(chosen) / (client.fps / interval),
+        regular_schedule_drop(rate, e2e, interval, reference),
+    )
+
+
+class BaselineScheduler(AriseScheduler):
+    """ARISE-α, Chameleon-like or Clipper-like: reactive batching, no packing.
+
+    ``fixed_interval`` gives every robot that interval (Clipper-like, with
+    ``fixed_interval_settings``); otherwise Step 1 picks each robot's. ``admission`` is one of
+    ``ADMISSIONS`` (see the module's docstring); ``step`` robots leave or come at a time,
+    and ``quiet_s`` without a delayed request lets more in.
+    """
+
+    def __init__(
+        self,
+        profile: BatchLatencyProfile,
+        config: SchedulerConfig,
+        fixed_interval: int | None = None,
+        admission: str = 'pending',
+        step: int = 1,
+        quiet_s: float = 0.4,
+    ) -> None:
         super().__init__(profile, config, proactive=False)
-        self.interval = interval
+        if admission not in ADMISSIONS:
+            raise ValueError(f'unknown admission {admission!r}; use one of {ADMISSIONS}')
+        if step < 1 or quiet_s < 0.0:
+            raise ValueError('step must be >= 1 and quiet_s >= 0')
+        self.fixed_interval = fixed_interval
+        self.admission = admission
+        self.step = step
+        self.quiet_s = quiet_s
+        self._last_delay_s = -math.inf
+        self._last_run_s: float | None = None
 
     def _settings_of(self, client: ClientState) -> Settings:
         chosen = super()._settings_of(client)
-        return Settings(
-            self.interval, self.profile.max_batch, chosen.e2e_frames, 0.0, chosen.estimated_drop
+        if self.fixed_interval is None:
+            return chosen
+        return fixed_interval_settings(client, self.profile, self.config, self.fixed_interval)
+
+    def run(self, now_s: float, server_free_s: float | None = None) -> Plan:
+        """Plan the next ``horizon_s``; admission as ``admission`` says."""
+        if self.admission == 'verify':
+            return super().run(now_s, server_free_s)
+        evicted: list[str] = []
+        admitted: list[str] = []
+        if self.plan is not None and self._last_run_s is not None:
+            # What ran since the last run: the old plan's batches that started meanwhile.
+            if delayed_requests(self.plan.batches, self._last_run_s, now_s):
+                self._last_delay_s = now_s
+                for _ in range(min(self.step, len(self.clients))):
+                    newest = max(self.clients.values(), key=lambda c: c.admission_order)
+                    del self.clients[newest.client_id]
+                    self._settings_cache.pop(newest.client_id, None)
+                    evicted.append(newest.client_id)
+        if not evicted and now_s - self._last_delay_s >= self.quiet_s:
+            for _ in range(min(self.step, len(self.waiting))):
+                client_id, client = next(iter(self.waiting.items()))
+                del self.waiting[client_id]
+                self._admit(client)
+                admitted.append(client_id)
+        self._last_run_s = now_s
+        self._note_results(now_s)
+        self._runs += 1
+        self.plan = self._reactive_plan(now_s, admitted, evicted)
+        return self.plan
+
+    def _reactive_plan(self, now_s: float, admitted: list[str], evicted: list[str]) -> Plan:
+        """Serve every robot's own schedule reactively from now to the horizon.
+
+        A reactive server has no plan to keep: a robot sends every ``interval`` frames
+        from its last sent frame whatever the server does, requests still waiting now
+        wait on, and only the batch under way is kept. No grace after a batch, as a
+        reactive server has no coordinated request to wait for.
+        """
+        clients = list(self.clients.values())
+        started = [
+            b for b in (self.plan.batches if self.plan else ()) if b.start_s < now_s - 1e-12
+        ]
+        anchors: dict[str, int | None] = {c.client_id: None for c in clients}
+        for batch in started:
+            for request in batch.requests:
+                if request.client_id in anchors:
+                    anchors[request.client_id] = request.frame_id
+        earliest = {
+            c.client_id: (
+                c.first_frame_captured_after(now_s + c.downlink_s)
+                if anchors[c.client_id] is None
+                else anchors[c.client_id] + 1
+            )
+            for c in clients
+        }
+        under_way = [
+            b
+            for b in started
+            if b.end_s > now_s and any(r.client_id in self.clients for r in b.requests)
+        ]
+        start = max([now_s] + [b.next_start_s for b in under_way])
+        horizon_end = now_s + self.config.horizon_s
+        settings = {c.client_id: self._settings_of(c) for c in clients}
+        requests = simulate(clients, settings, anchors, earliest, horizon_end)
+        batches = opportunistic_batches(requests, settings, self.profile, start, 0.0)
+        every = [*under_way, *batches]
+        drops = self._verify(clients, settings, every, now_s)
+        return self._assemble(
+            now_s, horizon_end, under_way, batches, settings, drops, admitted, evicted, 1
         )
 
 
 def _scheduler(
-    system: str, profile: BatchLatencyProfile, config: SchedulerConfig, interval: int
+    system: str,
+    profile: BatchLatencyProfile,
+    config: SchedulerConfig,
+    interval: int,
+    admission: str,
 ) -> AriseScheduler:
     if system == 'arise':
         return AriseScheduler(profile, config)
     if system == 'arise_alpha':
-        return AriseScheduler(profile, config, proactive=False)
+        return BaselineScheduler(profile, config, admission=admission)
     if system == 'chameleon':
         single = BatchLatencyProfile(profile.model, {1: profile.latency(1)}, profile.source)
-        return AriseScheduler(single, config, proactive=False)
+        return BaselineScheduler(single, config, admission=admission)
     if system == 'clipper':
-        return _FixedInterval(profile, config, interval)
+        return BaselineScheduler(profile, config, fixed_interval=interval, admission=admission)
     raise ValueError(f'unknown system {system!r}; use one of {SYSTEMS}')
 
 
-def _client(visitor: Visitor, spec: FleetSpec, now_s: float, window: int) -> ClientState:
+def _client(visitor: Visitor, spec: FleetSpec, window: int) -> ClientState:
     return ClientState(
         visitor.client_id,
         spec.fps,
         visitor.sla,
         spec.uplink_s,
         spec.downlink_s,
-        frame_id_now=round(now_s * spec.fps),
-        now_s=now_s,
+        frame_id_now=0,
+        now_s=visitor.phase_s,
         drop_rate=visitor.rate,
         arrival_window=window,
     )
@@ -196,10 +352,14 @@ def run_dynamic(
     spec: FleetSpec,
     interval: int = 4,
     config: SchedulerConfig | None = None,
+    admission: str = 'pending',
 ) -> SystemResult:
-    """Run one dynamic system (all but ``static``) over the fleet."""
+    """Run one dynamic system (all but ``static``) over the fleet.
+
+    ``admission`` is the baselines' (``ADMISSIONS``); ARISE always admits with verify.
+    """
     config = config or SchedulerConfig(max_waiting=100_000, max_admissions_per_run=8)
-    scheduler = _scheduler(system, profile, config, interval)
+    scheduler = _scheduler(system, profile, config, interval, admission)
     fleet = visitors(spec)
     clients: dict[str, ClientState] = {}
     served_from: dict[str, float] = {}
@@ -214,7 +374,7 @@ def run_dynamic(
         now = step * period
         while pending and pending[0].arrive_s <= now:
             visitor = pending.pop(0)
-            clients[visitor.client_id] = _client(visitor, spec, now, config.arrival_window)
+            clients[visitor.client_id] = _client(visitor, spec, config.arrival_window)
             scheduler.request_admission(clients[visitor.client_id])
         for visitor in fleet:
             if visitor.leave_s <= now and (

@@ -53,14 +53,16 @@ def profiles(draw) -> BatchLatencyProfile:
 
 @st.composite
 def clients(draw, index: int = 0, now_s: float = 0.0) -> ClientState:
+    fps = draw(st.sampled_from([10.0, 15.0, 30.0, 60.0]))
     return ClientState(
         f'c{index}',
-        fps=draw(st.sampled_from([10.0, 15.0, 30.0, 60.0])),
+        fps=fps,
         sla=draw(st.floats(0.0, 0.08)),
         uplink_s=draw(st.floats(0.0, 0.06)),
         downlink_s=draw(st.floats(0.0, 0.03)),
         frame_id_now=draw(st.integers(0, 10_000)),
-        now_s=now_s,
+        # Cameras do not share a clock: the frame is captured within a frame of now.
+        now_s=now_s + draw(st.floats(0.0, 1.0 / fps, exclude_max=True)),
         drop_rate=draw(st.one_of(st.none(), st.floats(0.0, 0.02))),
     )
 
@@ -221,9 +223,10 @@ def test_a_new_plan_starts_with_the_tail_of_the_old_one(fleet, profile):
 
 
 def _robot(index: int, rate: float, sla: float = 0.02) -> ClientState:
-    # Robots' cameras are not in phase: each starts at its own frame.
-    phase = (index * 7919) % 1000
-    return ClientState(f'r{index}', 30.0, sla, 0.008, 0.004, phase, 0.0, drop_rate=rate)
+    # Robots' cameras are not in phase: each is at its own frame, captured at its own time.
+    frame = (index * 7919) % 1000
+    phase_s = (index * 0.618034) % 1.0 / 30.0
+    return ClientState(f'r{index}', 30.0, sla, 0.008, 0.004, frame, phase_s, drop_rate=rate)
 
 
 def test_admits_until_the_server_is_full_then_evicts_the_newest_when_scenes_change():
@@ -277,7 +280,7 @@ def test_a_steady_fleet_keeps_its_robots():
                     0.008,
                     0.004,
                     rng.randrange(1000),
-                    0.0,
+                    rng.uniform(0.0, 1.0 / fps),
                     drop_rate=rng.uniform(0.002, 0.008),
                 )
             )
