@@ -7,6 +7,7 @@ invariants over consecutive runs, plan overlap, admission and eviction, and the 
 step's linear work.
 """
 
+import copy
 import math
 import random
 from collections.abc import Sequence
@@ -358,3 +359,44 @@ def test_adjust_reads_each_request_a_bounded_number_of_times(count):
     # each request is read once to join its batch, plus once per batch for the one that ends it
     assert counting.reads <= len(requests) + len(batches)
     assert plan_stats(batches).mean_batch_size == pytest.approx(len(requests) / len(batches))
+
+
+def test_a_full_server_refuses_a_newcomer_that_verify_alone_would_take():
+    # Every frame offloaded (max_interval 1), 10 ms each, no batching: a robot takes a
+    # third of the server (grace included, 0.33 s a second). The SLA is loose enough that
+    # a queue growing within one horizon stays under it, so only the server's time can
+    # say that a fourth robot does not fit.
+    single = BatchLatencyProfile('depth', {1: 0.010}, 'test')
+    config = SchedulerConfig(max_interval=1, max_admissions_per_run=8)
+    scheduler = AriseScheduler(single, config)
+    for index in range(6):
+        scheduler.request_admission(_robot(index, rate=0.001, sla=1.0))
+    for step in range(10):
+        plan = scheduler.run(step * 0.2)
+        busy = sum(b.slot_s for b in plan.batches if b.start_s >= step * 0.2)
+        assert busy <= config.horizon_s + 0.05, 'a plan needs no more than its horizon'
+    assert len(scheduler.clients) == 3
+    assert len(scheduler.waiting) == 3
+
+
+def test_verify_sees_a_robot_whose_results_came_late_in_its_recent_past():
+    config = SchedulerConfig(verify_past_s=2.0, max_admissions_per_run=1)
+    judged_on_past = AriseScheduler(GPU_LIKE, config)
+    judged_on_past.request_admission(_robot(0, rate=0.004, sla=0.06))
+    for step in range(10):
+        judged_on_past.run(step * 0.2)
+    judged_on_plan = copy.deepcopy(judged_on_past)
+    judged_on_plan.config = SchedulerConfig(verify_past_s=0.0, max_admissions_per_run=1)
+    regular = copy.deepcopy(judged_on_past).run(2.0).clients['r0'].estimated_drop
+    regular_on_plan = copy.deepcopy(judged_on_plan).run(2.0).clients['r0'].estimated_drop
+    # The same robot, had its last two results come a second apart.
+    for scheduler in (judged_on_past, judged_on_plan):
+        robot = scheduler.clients['r0']
+        assert len(robot.recent_results) >= 2
+        back_s, frame = robot.recent_results[-1]
+        robot.recent_results.clear()
+        robot.recent_results.extend([(back_s - 1.0, frame - 30), (back_s, frame)])
+    late = judged_on_past.run(2.0).clients['r0'].estimated_drop
+    assert late > regular + 0.005
+    # Judged on the plan alone, the late past does not show.
+    assert judged_on_plan.run(2.0).clients['r0'].estimated_drop == pytest.approx(regular_on_plan)
