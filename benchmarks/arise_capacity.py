@@ -8,7 +8,9 @@ Poisson process (``--arrivals`` per s, mean stay ``--stay`` s), scene drop rates
 in ``--rates`` (AbsRel per frame of tracking stride), one SLA per block. Two profiles: a
 GPU-like curve (``7 + 3·bs`` ms, batch sizes 1-16, the shape of the dissertation's Fig.
 3.12, not a measurement) and the trained server depth net measured on this CPU (96x128
-frames, batch sizes 1-8). Each robot's camera has its own phase. The dynamic baselines
+frames, batch sizes 1-8). Each robot's camera has its own phase. Static's robot count,
+interval and batch size are searched on three pilot fleets (other draws from the same
+ranges), then run over this fleet. The dynamic baselines
 run twice: taking and shedding robots on pending requests, as the dissertation's do
 (§3.6.3), and with ARISE's own verify (stronger); ARISE is compared with the best of the
 dissertation's (Static included) and with the best of all. Reported per system: mean
@@ -104,12 +106,12 @@ def main(argv: list[str] | None = None) -> int:
                 seed=args.seed,
             )
             started = time.perf_counter()
-            static, interval = run_static(profile, spec)
             config = SchedulerConfig(max_waiting=100_000, max_admissions_per_run=8)
             if args.headroom is not None:
                 config = SchedulerConfig(
                     max_waiting=100_000, max_admissions_per_run=8, admission_headroom=args.headroom
                 )
+            static, interval = run_static(profile, spec, config=config)
             results = [static] + [
                 run_dynamic(
                     system, profile, spec, interval=interval, config=config, admission=admission

@@ -19,7 +19,8 @@ Systems (``SYSTEMS``):
 * ``clipper``: one fixed interval for every robot (the ``static`` search's), reactive
   batching up to the largest batch size that keeps the robot's SLA at that interval.
 * ``static``: one fixed interval and batch size, and a fixed number of robots, the
-  largest whose robots all meet their SLAs (searched offline over the same fleet).
+  largest whose robots all meet their SLAs on pilot fleets (other draws from the same
+  ranges); then run over the fleet, reactive batching, a leaving robot replaced at once.
 
 How the dynamic baselines take and shed robots (``ADMISSIONS``):
 
@@ -37,7 +38,7 @@ import math
 import random
 from bisect import bisect_left
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from arise_ros.accuracy import regular_schedule_drop
 from arise_ros.latency_profile import BatchLatencyProfile
@@ -196,13 +197,20 @@ class BaselineScheduler(AriseScheduler):
         admission: str = 'pending',
         step: int = 1,
         quiet_s: float = 0.4,
+        fixed_batch: int | None = None,
+        capacity: int = 0,
     ) -> None:
         super().__init__(profile, config, proactive=False)
-        if admission not in ADMISSIONS:
+        if admission not in (*ADMISSIONS, 'fixed'):
             raise ValueError(f'unknown admission {admission!r}; use one of {ADMISSIONS}')
         if step < 1 or quiet_s < 0.0:
             raise ValueError('step must be >= 1 and quiet_s >= 0')
+        if fixed_batch is not None and fixed_interval is None:
+            raise ValueError('a fixed batch size goes with a fixed interval')
         self.fixed_interval = fixed_interval
+        self.fixed_batch = fixed_batch
+        # 'fixed' (Static): always this many robots, none refused or shed for load.
+        self.capacity = capacity
         self.admission = admission
         self.step = step
         self.quiet_s = quiet_s
@@ -213,6 +221,8 @@ class BaselineScheduler(AriseScheduler):
         chosen = super()._settings_of(client)
         if self.fixed_interval is None:
             return chosen
+        if self.fixed_batch is not None:
+            return Settings(self.fixed_interval, self.fixed_batch, chosen.e2e_frames, 0.0, 0.0)
         return fixed_interval_settings(client, self.profile, self.config, self.fixed_interval)
 
     def run(self, now_s: float, server_free_s: float | None = None) -> Plan:
@@ -221,7 +231,13 @@ class BaselineScheduler(AriseScheduler):
             return super().run(now_s, server_free_s)
         evicted: list[str] = []
         admitted: list[str] = []
-        if self.plan is not None and self._last_run_s is not None:
+        if self.admission == 'fixed':
+            while self.waiting and len(self.clients) < self.capacity:
+                client_id, client = next(iter(self.waiting.items()))
+                del self.waiting[client_id]
+                self._admit(client)
+                admitted.append(client_id)
+        elif self.plan is not None and self._last_run_s is not None:
             # What ran since the last run: the old plan's batches that started meanwhile.
             if delayed_requests(self.plan.batches, self._last_run_s, now_s):
                 self._last_delay_s = now_s
@@ -230,7 +246,11 @@ class BaselineScheduler(AriseScheduler):
                     del self.clients[newest.client_id]
                     self._settings_cache.pop(newest.client_id, None)
                     evicted.append(newest.client_id)
-        if not evicted and now_s - self._last_delay_s >= self.quiet_s:
+        if (
+            self.admission == 'pending'
+            and not evicted
+            and now_s - self._last_delay_s >= self.quiet_s
+        ):
             for _ in range(min(self.step, len(self.waiting))):
                 client_id, client = next(iter(self.waiting.items()))
                 del self.waiting[client_id]
@@ -290,7 +310,20 @@ def _scheduler(
     config: SchedulerConfig,
     interval: int,
     admission: str,
+    static: tuple[int, int] | None,
 ) -> AriseScheduler:
+    if system == 'static':
+        if static is None:
+            raise ValueError("'static' needs its robot count and batch size (run_static)")
+        count, batch_size = static
+        return BaselineScheduler(
+            profile,
+            config,
+            fixed_interval=interval,
+            fixed_batch=batch_size,
+            admission='fixed',
+            capacity=count,
+        )
     if system == 'arise':
         return AriseScheduler(profile, config)
     if system == 'arise_alpha':
@@ -353,13 +386,16 @@ def run_dynamic(
     interval: int = 4,
     config: SchedulerConfig | None = None,
     admission: str = 'pending',
+    static: tuple[int, int] | None = None,
 ) -> SystemResult:
-    """Run one dynamic system (all but ``static``) over the fleet.
+    """Run one system over the fleet.
 
     ``admission`` is the baselines' (``ADMISSIONS``); ARISE always admits with verify.
+    ``static`` is Static's robot count and batch size (with ``interval``): ``run_static``
+    searches them on pilot fleets and runs this with them.
     """
     config = config or SchedulerConfig(max_waiting=100_000, max_admissions_per_run=8)
-    scheduler = _scheduler(system, profile, config, interval, admission)
+    scheduler = _scheduler(system, profile, config, interval, admission, static)
     fleet = visitors(spec)
     clients: dict[str, ClientState] = {}
     served_from: dict[str, float] = {}
@@ -471,45 +507,50 @@ def run_static(
     spec: FleetSpec,
     intervals: Sequence[int] = (1, 2, 3, 4, 5, 6, 8, 10),
     batch_sizes: Sequence[int] | None = None,
-    duration_s: float = 20.0,
+    duration_s: float = 10.0,
     max_clients: int = 400,
+    pilots: int = 3,
+    config: SchedulerConfig | None = None,
 ) -> tuple[SystemResult, int]:
-    """Search the fixed (interval, batch size, clients) with the most clients all in SLA."""
+    """Search Static's settings on pilot fleets, then run them over the fleet.
+
+    The pilots (the dissertation's "pilot experiments", §3.6.3) are ``pilots`` fleets of
+    fixed robots drawn from the same ranges with other seeds, served for ``duration_s``;
+    the search keeps the (interval, batch size, robots) with the most robots all within
+    their SLAs in every pilot. The fleet's own robots are not among them: tuned on the
+    robots it is judged on, Static would know each one's scene in advance.
+    """
     batch_sizes = batch_sizes or sorted(
         {1, 2, 4, 8, profile.max_batch} & set(range(1, profile.max_batch + 1))
     )
+    pilot_specs = [replace(spec, seed=spec.seed + 1 + index) for index in range(pilots)]
+
+    def fits(count: int, interval: int, batch_size: int) -> bool:
+        return all(
+            _static_ok(profile, pilot, count, interval, batch_size, duration_s)
+            for pilot in pilot_specs
+        )
+
     best: tuple[int, int, int] = (0, 1, 1)
     for interval in intervals:
         for batch_size in batch_sizes:
             low, high = best[0], max_clients
-            if not _static_ok(profile, spec, low + 1, interval, batch_size, duration_s):
+            if not fits(low + 1, interval, batch_size):
                 continue
             low += 1
             while low < high:
                 middle = (low + high + 1) // 2
-                if _static_ok(profile, spec, middle, interval, batch_size, duration_s):
+                if fits(middle, interval, batch_size):
                     low = middle
                 else:
                     high = middle - 1
             if low > best[0]:
                 best = (low, interval, batch_size)
     count, interval, batch_size = best
-    drops, slas, batches = (
-        _static_run(profile, spec, count, interval, batch_size, duration_s)
-        if count
-        else ({}, {}, [])
+    result = run_dynamic(
+        'static', profile, spec, interval=interval, config=config, static=(count, batch_size)
     )
-    busy = sum(b.latency_s for b in batches)
-    span = (batches[-1].end_s - batches[0].start_s) if batches else 0.0
-    result = SystemResult(
-        'static',
-        float(count),
-        drops,
-        slas,
-        sum(len(b.requests) for b in batches) / len(batches) if batches else 0.0,
-        1.0 - busy / span if span > 0 else 0.0,
-        f'interval {interval}, batch size {batch_size}',
-    )
+    result.detail = f'{count} robots, interval {interval}, batch size {batch_size}'
     return result, interval
 
 

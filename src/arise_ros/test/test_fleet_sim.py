@@ -8,6 +8,7 @@ from arise_ros.accuracy import regular_schedule_drop
 from arise_ros.fleet_sim import (
     BaselineScheduler,
     FleetSpec,
+    _static_run,
     delayed_requests,
     fixed_interval_settings,
     run_dynamic,
@@ -41,11 +42,27 @@ def test_the_fleet_is_a_seeded_poisson_process():
     assert len({round(v.phase_s, 6) for v in first}) > len(first) // 2
 
 
-def test_static_finds_a_fleet_whose_robots_all_meet_their_sla():
-    result, interval = run_static(PROFILE, SPEC, intervals=(2, 4, 8), duration_s=6.0)
-    assert result.mean_clients >= 1
-    assert result.within_sla == 1.0
+def test_static_is_tuned_on_pilot_fleets_then_holds_that_many_robots_of_the_fleet():
+    # Robots come fast and stay: there are always more than Static takes.
+    spec = FleetSpec(
+        sla_range=(0.03, 0.03), arrivals_per_s=20.0, mean_stay_s=200.0, duration_s=20.0,
+        warmup_s=8.0,
+    )  # fmt: skip
+    result, interval = run_static(PROFILE, spec, intervals=(2, 4, 8), duration_s=6.0, pilots=2)
+    count = int(result.detail.split()[0])
+    assert count >= 1
     assert interval in (2, 4, 8)
+    # Its pilots were other draws: every robot met its SLA there, with these settings.
+    batch_size = int(result.detail.split()[-1])
+    for seed in (spec.seed + 1, spec.seed + 2):
+        pilot = FleetSpec(**{**spec.__dict__, 'seed': seed})
+        drops, slas, _ = _static_run(PROFILE, pilot, count, interval, batch_size, 6.0)
+        assert all(drops[c] <= slas[c] + 1e-9 for c in drops)
+    # On the fleet it always holds that many once enough robots have come, and judges
+    # each one it served.
+    assert result.mean_clients == pytest.approx(count, abs=0.5)
+    assert result.drops
+    assert result.mean_batch <= batch_size
 
 
 @pytest.mark.parametrize(
