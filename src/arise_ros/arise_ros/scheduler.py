@@ -139,8 +139,11 @@ class ClientState:
         self.clock_s = now_s - frame_id_now / self.fps
         self._offsets: deque[float] = deque(maxlen=arrival_window)
         self.last_result_frame: int | None = None
-        # (time back on the client, frame) of its recent results, oldest first.
+        # (time back on the client, frame) of its recent results, oldest first: from the
+        # plans that ran, unless ``results_reported`` (a server that knows when it really
+        # sent each result fills them in, and the plans do not).
         self.recent_results: deque[tuple[float, int]] = deque(maxlen=_RECENT_RESULTS)
+        self.results_reported = False
         self.admission_order = 0
 
     def capture_s(self, frame_id: float) -> float:
@@ -728,9 +731,10 @@ class AriseScheduler:
                     client.last_result_frame is None or request.frame_id > client.last_result_frame
                 ):
                     client.last_result_frame = request.frame_id
-                    client.recent_results.append(
-                        (batch.end_s + client.downlink_s, request.frame_id)
-                    )
+                    if not client.results_reported:
+                        client.recent_results.append(
+                            (batch.end_s + client.downlink_s, request.frame_id)
+                        )
 
     def _anchors(self, now_s: float) -> dict[str, int]:
         """Return each client's last frame the old plan had it send before the cut."""

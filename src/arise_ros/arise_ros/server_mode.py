@@ -41,6 +41,7 @@ not at all shows up even while its plan looks fine.
 from __future__ import annotations
 
 import concurrent.futures
+import itertools
 import math
 import threading
 import time
@@ -85,6 +86,13 @@ OPTION_SPECS: tuple[ModeOption, ...] = (
     ModeOption('policy', 'planned', "'planned' (ARISE) or 'reactive' (ARISE-α: no coordination)"),
     ModeOption('period_s', 0.2, 'Scheduler period, seconds', 0.01, 5.0),
     ModeOption('horizon_s', 1.0, 'How far each plan looks ahead, seconds', 0.05, 30.0),
+    ModeOption(
+        'verify_past_s',
+        2.0,
+        "Seconds of each robot's real results verify weighs with the plan (0: the plan only)",
+        0.0,
+        30.0,
+    ),
     ModeOption(
         'profile_file',
         '',
@@ -162,6 +170,7 @@ class AriseServerMode(ServerMode):
         self.profile_scale = 1.0
         self.scheduler_config = SchedulerConfig(
             horizon_s=float(_option(options, 'horizon_s')),
+            verify_past_s=float(_option(options, 'verify_past_s')),
             max_waiting=self.max_clients,
         )
         self._lock = threading.Lock()
@@ -425,6 +434,7 @@ class AriseServerMode(ServerMode):
         with self._lock:
             if self._executor is not None:
                 self._track_latency(self._executor)
+            self._report_results()
             started = time.perf_counter()
             plan = self._scheduler.run(time.monotonic())
             self._run_times_s.append(time.perf_counter() - started)
@@ -447,6 +457,26 @@ class AriseServerMode(ServerMode):
                     self._publish(robot, {'status': 'waiting'})
         if executor is not None:
             executor.set_plan(plan.batches)
+
+    def _report_results(self) -> None:
+        """Give verify each admitted robot's real results, not the plans' (lock held).
+
+        A plan says when a result should be back; what the robots got (late, or never,
+        on a server slower than its plan) is what their accuracy followed.
+        """
+        for client_id, robot in self._robots.items():
+            client = self._scheduler.clients.get(client_id)
+            if client is None:
+                continue
+            with self._served_lock:
+                newest = list(
+                    itertools.islice(reversed(robot.served), client.recent_results.maxlen)
+                )
+            client.results_reported = True
+            client.recent_results.clear()
+            client.recent_results.extend(
+                (sent + client.downlink_s, frame) for sent, frame in reversed(newest)
+            )
 
     def _publish(self, robot: _Robot, fields: dict[str, Any]) -> None:
         robot.seq += 1

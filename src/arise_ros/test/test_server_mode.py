@@ -151,10 +151,7 @@ def test_diagnostics_show_the_fleet_and_each_admitted_robot(server_and_client):
     assert 'arise robot r1' not in _statuses(server)
 
 
-def test_a_robot_admitted_but_getting_no_results_shows_its_served_drop_over_its_sla(
-    server_and_client,
-):
-    server, client = server_and_client
+def _admitted_robot_that_sends_one_frame(client) -> AriseSession:
     session = AriseSession(client, RobotTask('r1', 30.0, 0.04, 0.004, 0.002, 0.003))
     session.join(0)
     deadline = time.monotonic() + 10.0
@@ -164,25 +161,57 @@ def test_a_robot_admitted_but_getting_no_results_shows_its_served_drop_over_its_
     frame = session.plan().frames[0]
     image = {'image': torch.rand(1, 3, 64, 64)}
     session.offload(frame, image, drop_rate=0.003).result(5.0)
-    # A number once a frame of the robot's clock has passed since its admission.
-    deadline = time.monotonic() + 5.0
-    while _statuses(server)['arise robot r1'].values['served drop (last 10 s)'] == 'none yet':
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
-    # Then it sends nothing: its plan still looks fine (the scheduler plans on what it
-    # told the robot), but every frame it tracks drifts further from its last result.
-    # At 0.003 a frame, 0.04 is about 14 frames of mean stride.
+    return session
+
+
+def test_a_robot_admitted_but_getting_no_results_shows_its_served_drop_over_its_sla(tmp_path):
+    # Verify on the plan only: the served drop must show what the plan cannot.
+    keys = make_test_keys(tmp_path)
+    server = loopback_edge_server(
+        keys,
+        models=['tiny_cnn'],
+        modes=['arise'],
+        mode_options={'arise': {**OPTIONS, 'verify_past_s': 0.0}},
+    )
+    client = edge_client_for(keys, server.start())
+    try:
+        assert client.wait_connected(10.0)
+        session = _admitted_robot_that_sends_one_frame(client)
+        # A number once a frame of the robot's clock has passed since its admission.
+        deadline = time.monotonic() + 5.0
+        while _statuses(server)['arise robot r1'].values['served drop (last 10 s)'] == 'none yet':
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        # Then it sends nothing: its plan still looks fine (the scheduler plans on what it
+        # told the robot), but every frame it tracks drifts further from its last result.
+        # At 0.003 a frame, 0.04 is about 14 frames of mean stride.
+        deadline = time.monotonic() + 10.0
+        while True:
+            robot = _statuses(server)['arise robot r1']
+            if robot.level == 'warn':
+                break
+            assert time.monotonic() < deadline, robot
+            time.sleep(0.1)
+        assert 'served drop' in robot.message, robot
+        assert float(robot.values['served drop (last 10 s)']) > 0.04
+        assert float(robot.values['estimated drop']) <= 0.04
+        session.leave()
+    finally:
+        client.close()
+        server.stop()
+
+
+def test_a_robot_whose_results_stop_is_evicted_and_told_so(server_and_client):
+    # By default verify weighs each robot's real results of the last 2 s: a robot that
+    # gets none (here: it sends nothing more) no longer fits its SLA and makes room.
+    server, client = server_and_client
+    session = _admitted_robot_that_sends_one_frame(client)
     deadline = time.monotonic() + 10.0
-    while True:
-        robot = _statuses(server)['arise robot r1']
-        if robot.level == 'warn':
-            break
-        assert time.monotonic() < deadline, robot
-        time.sleep(0.1)
-    assert 'served drop' in robot.message, robot
-    assert float(robot.values['served drop (last 10 s)']) > 0.04
-    assert float(robot.values['estimated drop']) <= 0.04
-    session.leave()
+    while session.status != 'evicted':
+        assert time.monotonic() < deadline, session.status
+        time.sleep(0.05)
+    assert 'arise robot r1' not in _statuses(server)
+    assert _statuses(server)['arise fleet'].values['evictions total'] == 1
 
 
 def test_a_robot_started_before_its_server_runs_locally_then_joins_it(tmp_path):
