@@ -46,10 +46,12 @@ _FRAME_SLACK = 1e-6
 # A batch takes requests arriving up to this many of its slots after it opens. One from
 # further on would be pulled forward that far, leaving its robot uneven gaps that verify
 # repays with a shorter interval or a refusal; on a server with room, packing the whole
-# horizon so refused most newcomers (at SLA 0.06, 55 robots held instead of 135).
+# horizon so refused most newcomers (at SLA 0.06 on the GPU-like curve, a fleet that now
+# holds 133 robots held 55).
 PULL_SLOTS = 2.0
-# Results a client's past is judged from (verify_past_s): at 60 fps and interval 1, 1 s.
-_RECENT_RESULTS = 64
+# Results kept per client for verify_past_s: 2 s at 60 fps and interval 1 needs 120; a
+# shorter record only shortens the past that verify sees.
+RECENT_RESULTS = 256
 
 
 @dataclass(frozen=True)
@@ -142,7 +144,7 @@ class ClientState:
         # (time back on the client, frame) of its recent results, oldest first: from the
         # plans that ran, unless ``results_reported`` (a server that knows when it really
         # sent each result fills them in, and the plans do not).
-        self.recent_results: deque[tuple[float, int]] = deque(maxlen=_RECENT_RESULTS)
+        self.recent_results: deque[tuple[float, int]] = deque(maxlen=RECENT_RESULTS)
         self.results_reported = False
         self.admission_order = 0
 
@@ -809,13 +811,13 @@ class AriseScheduler:
             if client.recent_results and self.config.verify_past_s > 0.0:
                 # Its recent past as well: the results it had, then the plan's.
                 start = now_s - self.config.verify_past_s
-                back = sorted([*client.recent_results, *back])
-            elif held is None:
-                # No result yet: count the wait for the first as if the robot held one from
-                # just before now, so that a plan cannot leave a newcomer waiting unseen.
-                held = client.first_frame_captured_after(now_s) - reference.e2e_frames
-                back.insert(0, (-math.inf, held))
+                back = sorted([*_results_since(client.recent_results, start), *back])
             else:
+                if held is None:
+                    # No result yet: count the wait for the first as if the robot held one
+                    # from just before now, so that a plan cannot leave a newcomer waiting
+                    # unseen.
+                    held = client.first_frame_captured_after(now_s) - reference.e2e_frames
                 back.insert(0, (-math.inf, held))
             # The window ends where the next plan's first result would take over if the
             # client kept its interval: the frames this plan decides.
@@ -876,6 +878,16 @@ def _sla_of(candidate: ClientState, scheduler: AriseScheduler, client_id: str) -
     if client_id == candidate.client_id:
         return candidate.sla + SLA_TOLERANCE
     return _sla(scheduler, client_id)
+
+
+def _results_since(results: deque[tuple[float, int]], start_s: float) -> list[tuple[float, int]]:
+    """Return the (time ordered) results back from ``start_s`` on, and the one before it."""
+    newest_first = []
+    for result in reversed(results):
+        newest_first.append(result)
+        if result[0] < start_s:
+            break
+    return newest_first[::-1]
 
 
 def _busy_share(batches: Sequence[Batch], now_s: float, horizon_end_s: float) -> float:

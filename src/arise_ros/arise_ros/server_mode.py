@@ -61,6 +61,7 @@ from arise_ros.latency_profile import (
     observed_scale,
 )
 from arise_ros.scheduler import (
+    RECENT_RESULTS,
     AriseScheduler,
     ClientState,
     Plan,
@@ -464,19 +465,21 @@ class AriseServerMode(ServerMode):
         A plan says when a result should be back; what the robots got (late, or never,
         on a server slower than its plan) is what their accuracy followed.
         """
+        since = time.monotonic() - self.scheduler_config.verify_past_s
         for client_id, robot in self._robots.items():
             client = self._scheduler.clients.get(client_id)
             if client is None:
                 continue
+            newest: list[tuple[float, int]] = []
             with self._served_lock:
-                newest = list(
-                    itertools.islice(reversed(robot.served), client.recent_results.maxlen)
-                )
+                # The results verify will weigh, and the one before them.
+                for sent, frame in itertools.islice(reversed(robot.served), RECENT_RESULTS):
+                    newest.append((sent + client.downlink_s, frame))
+                    if sent < since:
+                        break
             client.results_reported = True
             client.recent_results.clear()
-            client.recent_results.extend(
-                (sent + client.downlink_s, frame) for sent, frame in reversed(newest)
-            )
+            client.recent_results.extend(reversed(newest))
 
     def _publish(self, robot: _Robot, fields: dict[str, Any]) -> None:
         robot.seq += 1
