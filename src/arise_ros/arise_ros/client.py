@@ -15,6 +15,7 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import logging
+import math
 import threading
 import time
 from collections import deque
@@ -35,6 +36,10 @@ _logger = logging.getLogger('arise_ros.client')
 # The most servers a directory answer is read for.
 _MAX_DIRECTORY_SERVERS = 64
 _IN_FLIGHT_KEPT = 64
+# The edge server's default max_inflight_per_client.
+DEFAULT_MAX_IN_FLIGHT = 4
+# At most one warning this often about frames held back.
+_HELD_BACK_LOG_PERIOD_S = 5.0
 # How long a robot leaving a server that evicted or refused it lets its frames come back.
 _LEAVE_GRACE_S = 1.0
 # How long an evicted robot with no other server to try runs locally before asking again.
@@ -75,9 +80,18 @@ class AriseSession:
         task: RobotTask,
         on_status: Callable[[str, str], None] | None = None,
         poll_timeout_s: float = 3.0,
+        max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
     ) -> None:
+        if not 1 <= max_in_flight <= _IN_FLIGHT_KEPT:
+            raise ValueError(f'max_in_flight must be in [1, {_IN_FLIGHT_KEPT}]')
         self._client = client
         self.task = task
+        # A frame is not sent while this many are unanswered: the server refuses more
+        # (its max_inflight_per_client) and a robot that far behind is better served by
+        # its newest frame later than by a refusal now.
+        self.max_in_flight = max_in_flight
+        self.frames_held_back = 0
+        self._held_back_logged_s = -math.inf
         # The newest frames sent (bounded), so that a robot leaving a server can let them
         # come back first.
         self._in_flight: deque[CallFuture] = deque(maxlen=_IN_FLIGHT_KEPT)
@@ -157,6 +171,24 @@ class AriseSession:
             fields['result_frame'] = int(result_frame)
         with self._lock:
             self._sent_up_to = max(self._sent_up_to, int(frame_id))
+            unanswered = sum(not future.done() for future in self._in_flight)
+            if unanswered >= self.max_in_flight:
+                self.frames_held_back += 1
+                now = time.monotonic()
+                log = now - self._held_back_logged_s >= _HELD_BACK_LOG_PERIOD_S
+                if log:
+                    self._held_back_logged_s = now
+        if unanswered >= self.max_in_flight:
+            if log:
+                _logger.warning(
+                    '%s: frame %d not sent: %d frames unanswered (the server is behind its '
+                    'plan; %d held back so far)',
+                    self.task.name,
+                    frame_id,
+                    unanswered,
+                    self.frames_held_back,
+                )
+            return None
         try:
             future = self._client.submit(MODE, 'infer', fields, tensors)
         except OffloadError as error:
