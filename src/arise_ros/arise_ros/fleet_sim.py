@@ -232,11 +232,7 @@ class BaselineScheduler(AriseScheduler):
         evicted: list[str] = []
         admitted: list[str] = []
         if self.admission == 'fixed':
-            while self.waiting and len(self.clients) < self.capacity:
-                client_id, client = next(iter(self.waiting.items()))
-                del self.waiting[client_id]
-                self._admit(client)
-                admitted.append(client_id)
+            self._admit_waiting(self.capacity - len(self.clients), admitted)
         elif self.plan is not None and self._last_run_s is not None:
             # What ran since the last run: the old plan's batches that started meanwhile.
             if delayed_requests(self.plan.batches, self._last_run_s, now_s):
@@ -251,16 +247,20 @@ class BaselineScheduler(AriseScheduler):
             and not evicted
             and now_s - self._last_delay_s >= self.quiet_s
         ):
-            for _ in range(min(self.step, len(self.waiting))):
-                client_id, client = next(iter(self.waiting.items()))
-                del self.waiting[client_id]
-                self._admit(client)
-                admitted.append(client_id)
+            self._admit_waiting(self.step, admitted)
         self._last_run_s = now_s
         self._note_results(now_s)
         self._runs += 1
         self.plan = self._reactive_plan(now_s, admitted, evicted)
         return self.plan
+
+    def _admit_waiting(self, count: int, admitted: list[str]) -> None:
+        """Admit up to ``count`` robots from the head of the waiting list, no check."""
+        for _ in range(min(count, len(self.waiting))):
+            client_id, client = next(iter(self.waiting.items()))
+            del self.waiting[client_id]
+            self._admit(client)
+            admitted.append(client_id)
 
     def _reactive_plan(self, now_s: float, admitted: list[str], evicted: list[str]) -> Plan:
         """Serve every robot's own schedule reactively from now to the horizon.
