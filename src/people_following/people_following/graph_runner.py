@@ -7,8 +7,11 @@ The graph of ``bringup``'s ``kapao_tracking.launch.py``, from the same definitio
 nodes marked ``own_process`` there (the edge server, people detection) run in processes of
 their own, as the launch file starts them; the others are composed in this process on one
 executor thread (their callbacks do not block; the bridge's goals run on its workers).
-Frames go over Fast DDS's shared memory whole (``dds_profile``). It is how the graph runs
-where ``ros2 launch`` is not installed, and the README's main job:
+Frames go over Fast DDS's shared memory whole (``dds_profile``). The source starts once
+people detection's status shows its links (it sees the offload action server; every reader
+of its results is matched), and people detection is restarted when they stay down
+(:func:`missing_links`). It is how the graph runs where ``ros2 launch`` is not installed,
+and the README's main job:
 
     kapao_tracking --source video --uri vtest.avi --start-edge-server --no-follow --record out.mp4
     kapao_tracking source:=bag uri:=run1 record_bag:=replay1
@@ -76,6 +79,13 @@ _RESULTS_QUIET_S = 2.0
 # The statuses a failed run reports, and the most it keeps (one per node and server mode).
 _REPORTED_STATUSES = ('people detection', 'offload_bridge', 'edge_server')
 _MAX_STATUSES = 64
+# Before the source starts: people detection's links must be up within this long of its
+# first status, or it is restarted (at most LINK_RESTARTS times); and its first status must
+# come within PEOPLE_DETECTION_START_S (models load first).
+LINKS_TIMEOUT_S = 15.0
+LINK_RESTARTS = 2
+PEOPLE_DETECTION_START_S = 120.0
+_PEOPLE_DETECTION_STATUS = 'people detection'
 # Older option names that still work.
 _ALIASES = {'record_path': ('--record',)}
 
@@ -278,6 +288,30 @@ def _await_last_results(
         time.sleep(0.05)
 
 
+def missing_links(
+    status_values: dict[str, str], subscribers_in_graph: int, monitor_publishers_matched: int
+) -> list[str]:
+    """Return what people detection's links lack, from its status and the monitor's view.
+
+    Fast DDS can leave two processes half-discovered under heavy load (measured: about 1 run
+    in 20 on 2 busy cores): frames reach people detection, but it never sees the offload
+    action server, or its results match none of the readers the ROS graph lists. Both show
+    here before the first frame. Empty: connected.
+    """
+    missing = []
+    if status_values.get('offload_server_seen') != 'True':
+        missing.append('it does not see the offload action server')
+    matched = int(status_values.get('people_subscribers_matched', '0'))
+    if matched < subscribers_in_graph:
+        missing.append(
+            f'its results are matched to {matched} of the {subscribers_in_graph} readers '
+            'the ROS graph lists'
+        )
+    if monitor_publishers_matched < 1:
+        missing.append("the monitor's results subscription is matched to no publisher")
+    return missing
+
+
 class _StatusWatch(Node):
     """The graph's newest ``/diagnostics`` status per name: what a failed run reports."""
 
@@ -291,6 +325,18 @@ class _StatusWatch(Node):
         for status in message.status:
             if status.name in self.statuses or len(self.statuses) < _MAX_STATUSES:
                 self.statuses[status.name] = status
+
+    def find(self, part: str) -> DiagnosticStatus | None:
+        """Return the newest status whose name contains ``part``, if any."""
+        for name, status in list(self.statuses.items()):
+            if part in name:
+                return status
+        return None
+
+    def forget(self, part: str) -> None:
+        """Drop the statuses whose names contain ``part`` (a restarted node's old ones)."""
+        for name in [name for name in list(self.statuses) if part in name]:
+            self.statuses.pop(name, None)
 
     def report(self, wanted: tuple[str, ...] = _REPORTED_STATUSES) -> list[str]:
         """Return one line per status whose name contains one of ``wanted``."""
@@ -335,14 +381,76 @@ class _Graph:
         module, _, class_name = node.node_class.partition(':')
         instance = getattr(importlib.import_module(module), class_name)()
         self.composed[node.name] = instance
-        return not node.lifecycle or _activate(instance)
+        if node.lifecycle and not _activate(instance):
+            return False
+        self.executor.add_node(instance)
+        return True
+
+    def begin(self) -> None:
+        """Start the executor thread; nodes join it as they start."""
+        self.executor.add_node(self.status_watch)
+        self.spin_thread.start()
+
+    def await_people_detection_links(self, stop: threading.Event) -> None:
+        """Hold the source until people detection's links are up; restart it if they stay down.
+
+        Logged, never fatal: after ``LINK_RESTARTS`` restarts (or no status at all) the
+        source starts anyway and the run says what is missing.
+        """
+        name = 'people_detection'
+        monitor = self.composed.get('tracking_monitor')
+        if name not in self.processes or monitor is None:
+            return
+        topic = monitor.people_subscription.topic_name
+        restarts = 0
+        started = time.monotonic()
+        first_status: float | None = None
+        while not stop.is_set() and self._exited_process() is None:
+            now = time.monotonic()
+            status = self.status_watch.find(_PEOPLE_DETECTION_STATUS)
+            if status is None:
+                if now - started > PEOPLE_DETECTION_START_S:
+                    self.logger.warning(
+                        f'no status from {name} within {PEOPLE_DETECTION_START_S:.0f} s; '
+                        'starting the source without checking its links'
+                    )
+                    return
+                stop.wait(0.1)
+                continue
+            first_status = first_status or now
+            missing = missing_links(
+                {value.key: value.value for value in status.values},
+                monitor.count_subscribers(topic),
+                monitor.people_subscription.get_publisher_count(),
+            )
+            if not missing:
+                return
+            if now - first_status > LINKS_TIMEOUT_S:
+                if restarts == LINK_RESTARTS:
+                    self.logger.warning(
+                        f'{name} is still not connected after {restarts} restarts '
+                        f'({"; ".join(missing)}); starting the source anyway'
+                    )
+                    return
+                self.logger.warning(
+                    f'{name} is not connected {LINKS_TIMEOUT_S:.0f} s after its first status '
+                    f'({"; ".join(missing)}): DDS discovery between the processes failed; '
+                    'restarting it'
+                )
+                self._restart_process(name)
+                restarts += 1
+                started, first_status = time.monotonic(), None
+            stop.wait(0.1)
+
+    def _restart_process(self, name: str) -> None:
+        node = next(node for node in self.plan.nodes if node.name == name)
+        _stop_process(self.processes[name])
+        self.status_watch.forget(_PEOPLE_DETECTION_STATUS)
+        self.processes[name] = _start_node_process(node.module, self.ros_arguments)
 
     def spin(self, stop: threading.Event) -> int:
         """Spin until the source ends or ``stop``; return the exit code."""
         source = self.composed['sensor_source']
-        for node in (self.status_watch, *self.composed.values()):
-            self.executor.add_node(node)
-        self.spin_thread.start()
         while not stop.is_set() and not source.finished.is_set():
             if self._report_exited_process():
                 return 1
@@ -358,10 +466,14 @@ class _Graph:
             if self._report_exited_process():
                 return 1
             if published and not summary.results:
+                monitor = self.composed['tracking_monitor']
+                results = monitor.people_subscription
                 self.logger.error(
                     f'no result for any of the {published} frames within '
-                    f'{DRAIN_TIMEOUT_S:.0f} s of the source ending; the last statuses:\n'
-                    + ('\n'.join(self.status_watch.report()) or '(none received)')
+                    f'{DRAIN_TIMEOUT_S:.0f} s of the source ending (publishers of '
+                    f'{results.topic_name}: {monitor.count_publishers(results.topic_name)} in '
+                    f'the ROS graph, {results.get_publisher_count()} matched in DDS); the last '
+                    'statuses:\n' + ('\n'.join(self.status_watch.report()) or '(none received)')
                 )
                 return 1
             return 0 if source.error is None else 1
@@ -410,7 +522,12 @@ def _run(plan: GraphPlan, ros_arguments: list[str]) -> int:
     graph = _Graph(plan, ros_arguments)
     stop = threading.Event()
     try:
+        graph.begin()
         for node in plan.nodes:
+            if node.name == 'sensor_source':
+                signal.signal(signal.SIGINT, lambda *_: stop.set())
+                signal.signal(signal.SIGTERM, lambda *_: stop.set())
+                graph.await_people_detection_links(stop)
             if not graph.start(node):
                 return 1
         signal.signal(signal.SIGINT, lambda *_: stop.set())

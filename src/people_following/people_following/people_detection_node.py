@@ -774,6 +774,10 @@ class PeopleDetectionNode(Node):
         values.update(in_flight=len(self._outstanding), queued=len(self._queue))
         values['last_mode'] = self._last_mode
         values['last_people'] = self._last_people
+        # DDS-level links, for a graph whose results do not arrive: readers matched to the
+        # results and whether the offload action server is seen at all.
+        values['people_subscribers_matched'] = self._people_pub.get_subscription_count()
+        values['offload_server_seen'] = self._client.server_is_ready()
         values['model_is_trained'] = self._model_is_trained
         if latencies is not None:
             values['latency_p50_s'] = f'{np.percentile(latencies, 50):.4f}'

@@ -106,7 +106,9 @@ class TrackingMonitorNode(Node):
         # Set by close(): queued frames after this instant are dropped, so the file is
         # finalized in time.
         self._close_deadline: float | None = None
-        self.create_subscription(PersonArray, 'people', self._on_people, 10)
+        self.people_subscription = self.create_subscription(
+            PersonArray, 'people', self._on_people, 10
+        )
         self.create_subscription(LinkState, 'link_state', self._on_link_state, 10)
         self.create_subscription(
             CameraInfo,
