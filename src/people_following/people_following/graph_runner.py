@@ -293,15 +293,16 @@ def missing_links(
 ) -> list[str]:
     """Return what people detection's links lack, from its status and the monitor's view.
 
-    Fast DDS can leave two processes half-discovered under heavy load (measured: about 1 run
-    in 20 on 2 busy cores): frames reach people detection, but it never sees the offload
+    Fast DDS can leave two processes half-discovered under heavy load (measured: 2 of 87
+    runs on 2 cores kept busy): frames reach people detection, but it never sees the offload
     action server, or its results match none of the readers the ROS graph lists. Both show
     here before the first frame. Empty: connected.
     """
     missing = []
     if status_values.get('offload_server_seen') != 'True':
         missing.append('it does not see the offload action server')
-    matched = int(status_values.get('people_subscribers_matched', '0'))
+    text = status_values.get('people_subscribers_matched', '0')
+    matched = int(text) if text.isdigit() else 0
     if matched < subscribers_in_graph:
         missing.append(
             f'its results are matched to {matched} of the {subscribers_in_graph} readers '

@@ -36,6 +36,7 @@ def test_connected_people_detection_misses_nothing():
         (CONNECTED, 2, 0, 'matched to no publisher'),
         # A status from before these values were reported counts as not connected.
         ({}, 1, 1, 'offload action server'),
+        ({**CONNECTED, 'people_subscribers_matched': 'n/a'}, 1, 1, 'matched to 0 of the 1'),
     ],
 )
 def test_each_missing_link_is_named(values, in_graph, monitor_matched, expected):
