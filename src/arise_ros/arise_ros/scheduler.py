@@ -147,6 +147,13 @@ class ClientState:
         self.recent_results: deque[tuple[float, int]] = deque(maxlen=RECENT_RESULTS)
         self.results_reported = False
         self.admission_order = 0
+        # The newest of its frames a kept plan (a batch starting before a plan's cut) sent:
+        # its next request is planned an interval after it, however many plans ago it ran.
+        self.sent_frame: int | None = None
+        # Before anything was sent, the frame the newest plan gave its first request: the
+        # next plan starts from it, so that each plan does not re-queue the robot behind
+        # the requests that arrived meanwhile.
+        self.first_planned_frame: int | None = None
 
     def capture_s(self, frame_id: float) -> float:
         return self.clock_s + frame_id / self.fps
@@ -557,6 +564,7 @@ class AriseScheduler:
     def _admit(self, client: ClientState) -> None:
         self._admissions += 1
         client.admission_order = self._admissions
+        client.sent_frame = client.first_planned_frame = None
         self.clients[client.client_id] = client
 
     # --- one run ------------------------------------------------------------------------
@@ -739,14 +747,30 @@ class AriseScheduler:
                         )
 
     def _anchors(self, now_s: float) -> dict[str, int]:
-        """Return each client's last frame the old plan had it send before the cut."""
-        anchors: dict[str, int] = {}
+        """Return each client's newest frame a plan had it send before its cut.
+
+        The old plan's batches before this cut, else the frame remembered from an earlier
+        plan: a client whose interval is longer than a plan period has no request in the
+        old plan's head, and without it its next frame would be pulled to the first it can
+        still capture, every other run (a robot planned every 30 frames sent every 17).
+        """
+        anchors = {
+            client_id: client.sent_frame
+            for client_id, client in self.clients.items()
+            if client.sent_frame is not None
+        }
         if self.plan is not None:
             cut = now_s + self.config.overlap_s
             for batch in self.plan.batches:
                 if batch.start_s < cut:
                     for request in batch.requests:
-                        anchors[request.client_id] = request.frame_id
+                        client = self.clients.get(request.client_id)
+                        if client is not None and (
+                            client.sent_frame is None or request.frame_id > client.sent_frame
+                        ):
+                            client.sent_frame = request.frame_id
+                            client.first_planned_frame = None
+                            anchors[request.client_id] = request.frame_id
         return anchors
 
     def _plan_for(
@@ -767,6 +791,13 @@ class AriseScheduler:
         earliest = {
             c.client_id: c.first_frame_captured_after(now_s + c.downlink_s) for c in clients
         }
+        for client in clients:
+            # A robot yet to send keeps the first frame the last plan gave it (while it can
+            # still capture it): re-planned from now each run, it went to the back of the
+            # queue every time and, on a busy server, was never served.
+            pinned = client.first_planned_frame
+            if anchors[client.client_id] is None and pinned is not None:
+                earliest[client.client_id] = max(earliest[client.client_id], pinned)
         requests = simulate(clients, settings, anchors, earliest, horizon_end_s)
         if self.proactive:
             batches = adjust(
@@ -848,6 +879,10 @@ class AriseScheduler:
             for request in batch.requests:
                 if request.client_id in per_client:
                     per_client[request.client_id].append(request)
+        for client_id, requests in per_client.items():
+            client = self.clients[client_id]
+            if client.sent_frame is None and requests:
+                client.first_planned_frame = requests[0].frame_id
         clients = {
             cid: ClientPlan(
                 cid,

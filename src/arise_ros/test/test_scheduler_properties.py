@@ -400,3 +400,60 @@ def test_verify_sees_a_robot_whose_results_came_late_in_its_recent_past():
     assert late > regular + 0.005
     # Judged on the plan alone, the late past does not show.
     assert judged_on_plan.run(2.0).clients['r0'].estimated_drop == pytest.approx(regular_on_plan)
+
+
+def _executed_frames(scheduler: AriseScheduler, client_id: str, runs: int) -> list[int]:
+    """Run every 0.2 s; return the client's frames in batches that start before the next run."""
+    frames, now = [], 0.0
+    for _ in range(runs):
+        plan = scheduler.run(now)
+        frames += [
+            r.frame_id
+            for b in plan.batches
+            if now <= b.start_s < now + 0.2
+            for r in b.requests
+            if r.client_id == client_id
+        ]
+        now += 0.2
+    return frames
+
+
+def test_a_robot_planned_every_second_sends_every_second():
+    # Its interval is longer than a plan period, so most plans' heads hold no request of
+    # it; the next one is still an interval after the last it sent (the anchor was lost
+    # every other run, and a robot planned every 30 frames sent every 17).
+    profile = BatchLatencyProfile('depth', {1: 0.010, 2: 0.013}, 'test')
+    scheduler = AriseScheduler(profile, SchedulerConfig(max_interval=30))
+    scheduler.request_admission(_robot(0, rate=0.0005, sla=0.06))
+    frames = _executed_frames(scheduler, 'r0', 50)
+    interval = scheduler.plan.clients['r0'].interval
+    assert interval == 30
+    steps = [b - a for a, b in zip(frames, frames[1:], strict=False)]
+    assert len(frames) >= 8
+    # A batch may open a slot before its first request would arrive (Fig. 3.10), which
+    # takes the frame before.
+    assert all(interval - 1 <= step <= interval for step in steps), steps
+
+
+def test_a_newcomer_on_a_busy_server_gets_its_first_result():
+    # A server with a backlog longer than a plan period: each plan put a newcomer's first
+    # request behind the requests that arrived meanwhile, a period or more ahead, and the
+    # next plan did the same, so it was admitted and never served.
+    profile = BatchLatencyProfile(
+        'depth', {n: 0.0084 + 0.00466 * (n - 1) for n in range(1, 9)}, 'test'
+    )
+    scheduler = AriseScheduler(profile, SchedulerConfig(max_admissions_per_run=8))
+    for index in range(120):
+        scheduler.request_admission(_robot(index, rate=0.002 + 0.004 * (index % 7) / 6, sla=0.06))
+    now, served, admitted_at = 0.0, set(), {}
+    for _ in range(100):
+        plan = scheduler.run(now)
+        for client_id in plan.admitted:
+            admitted_at[client_id] = now
+        served.update(
+            r.client_id for b in plan.batches if now <= b.start_s < now + 0.2 for r in b.requests
+        )
+        now += 0.2
+    held_long = [c for c in scheduler.clients if now - admitted_at[c] > 3.0]
+    assert len(held_long) > 20
+    assert [c for c in held_long if c not in served] == []
