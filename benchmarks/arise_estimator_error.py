@@ -34,29 +34,17 @@ import statistics
 import time
 from pathlib import Path
 
-import numpy as np
-
-from accumo_ros.metrics import depth_errors
 from accumo_ros.simulation.dataset import load_index
 from accumo_ros.simulation.sequence_bag import read_sequence_bag
-from accumo_ros.tasks.depth_tracking import optical_relative_pose, warp_depth
 from arise_ros.accuracy import (
     DropRateEstimator,
     Reference,
     StrideRegressionEstimator,
     mean_stride,
 )
+from arise_ros.scene_drop import TrackedMapErrors, server_maps
 
 ESTIMATORS = ('single', 'two-point', 'regression')
-
-
-def _server_depth(folder: Path, name: str, rgb: np.ndarray, cache_root: Path) -> np.ndarray:
-    cache = cache_root / folder.name / f'{name}.npz'
-    if cache.is_file():
-        return np.load(cache)['server']
-    from accumo_ros.tasks.depth_nets import load_depth_net
-
-    return load_depth_net('server').predict(rgb)
 
 
 def _longest_interval(rate: float, e2e: int, sla: float, reference: Reference, cap: int) -> int:
@@ -64,34 +52,6 @@ def _longest_interval(rate: float, e2e: int, sla: float, reference: Reference, c
         return cap
     bound = 2.0 * (sla + reference.drop(rate)) / rate - 2.0 * e2e + 1.0
     return max(1, min(cap, math.floor(bound)))
-
-
-class PairErrors:
-    """AbsRel of a tracked map (server map of ``source`` warped to ``frame``), memoised.
-
-    One warp gives the error against the ground truth and against the server's own map of
-    ``frame``; estimators and SLAs share them (the reference's warps are the same for all).
-    """
-
-    def __init__(self, sequence, server: np.ndarray) -> None:
-        self._sequence = sequence
-        self._server = server
-        self._poses = sequence.frame_poses()
-        self._cache: dict[tuple[int, int], tuple[float, float]] = {}
-
-    def __call__(self, source: int, frame: int) -> tuple[float, float]:
-        key = (source, frame)
-        if key not in self._cache:
-            warped = warp_depth(
-                self._server[source],
-                self._sequence.intrinsics,
-                optical_relative_pose(self._poses[source], self._poses[frame]),
-            )
-            self._cache[key] = (
-                depth_errors(warped, self._sequence.depth[frame]).abs_rel,
-                depth_errors(warped, self._server[frame]).abs_rel,
-            )
-        return self._cache[key]
 
 
 def run_sequence(
@@ -112,7 +72,7 @@ def run_sequence(
     if estimator_name not in ESTIMATORS:
         raise ValueError(f'unknown estimator {estimator_name!r}, expected one of {ESTIMATORS}')
     count = len(server)
-    pair_errors = pair_errors or PairErrors(sequence, server)
+    pair_errors = pair_errors or TrackedMapErrors(sequence, server)
 
     def against_server(source: int, frame: int) -> float:
         return pair_errors(source, frame)[1]
@@ -245,8 +205,8 @@ def main(argv: list[str] | None = None) -> int:
         for entry in load_index(folder):
             path = folder / entry.name
             sequence = read_sequence_bag(path)
-            server = _server_depth(folder, entry.name, sequence.rgb, args.cache)
-            pair_errors = PairErrors(sequence, server)
+            server = server_maps(folder, entry.name, sequence.rgb, args.cache)
+            pair_errors = TrackedMapErrors(sequence, server)
             for sla in slas:
                 cells = []
                 for name in names:

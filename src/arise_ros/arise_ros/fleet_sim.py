@@ -75,6 +75,32 @@ class FleetSpec:
     duration_s: float = 60.0
     warmup_s: float = 10.0
     seed: int = 0
+    # Measured scene drop rates (e.g. one per generated sequence): when given, each robot
+    # draws one of them, equally likely, instead of a rate uniform in ``rate_range``.
+    rate_choices: tuple[float, ...] = ()
+
+    def __post_init__(self) -> None:
+        if any(not rate > 0.0 for rate in self.rate_choices):
+            raise ValueError(f'rate_choices must be positive, got {self.rate_choices}')
+
+    def draw_rate(self, rng: random.Random) -> float:
+        """Return one robot's scene drop rate (AbsRel per frame of tracking stride)."""
+        if self.rate_choices:
+            return rng.choice(self.rate_choices)
+        return rng.uniform(*self.rate_range)
+
+    def mean_rate(self) -> float:
+        """Return the mean rate a robot draws."""
+        if self.rate_choices:
+            return sum(self.rate_choices) / len(self.rate_choices)
+        return sum(self.rate_range) / 2.0
+
+    def describe_rates(self) -> str:
+        """Return how rates are drawn, for a benchmark's set-up line."""
+        if self.rate_choices:
+            low, high = min(self.rate_choices), max(self.rate_choices)
+            return f'one of {len(self.rate_choices)} measured rates ({low:.4f}-{high:.4f})'
+        return f'rates U({self.rate_range[0]}, {self.rate_range[1]})'
 
 
 @dataclass
@@ -102,6 +128,12 @@ class SystemResult:
     # (means over the counted runs): near 1, no packing fits another robot at them.
     step1_load: float = 0.0
     planned_load: float = 0.0
+    # The mean scene drop rate of the robots it held (over the counted runs): below the
+    # fleet's when admission kept the cheaper scenes and sent the costly ones to wait.
+    held_rate: float = 0.0
+    # Mean concurrent robots counting only those whose realised drop met their SLA: the
+    # robots a system actually supported (a robot served outside its SLA counts for none).
+    mean_clients_within_sla: float = 0.0
 
     @property
     def within_sla(self) -> float:
@@ -128,7 +160,7 @@ def visitors(spec: FleetSpec) -> list[Visitor]:
                 time_s,
                 time_s + rng.expovariate(1.0 / spec.mean_stay_s),
                 rng.uniform(*spec.sla_range),
-                rng.uniform(*spec.rate_range),
+                spec.draw_rate(rng),
                 rng.uniform(0.0, 1.0 / spec.fps),
             )
         )
@@ -274,19 +306,21 @@ class BaselineScheduler(AriseScheduler):
         started = [
             b for b in (self.plan.batches if self.plan else ()) if b.start_s < now_s - 1e-12
         ]
-        anchors: dict[str, int | None] = {c.client_id: None for c in clients}
-        for batch in started:
-            for request in batch.requests:
-                if request.client_id in anchors:
-                    anchors[request.client_id] = request.frame_id
-        earliest = {
-            c.client_id: (
-                c.first_frame_captured_after(now_s + c.downlink_s)
-                if anchors[c.client_id] is None
-                else anchors[c.client_id] + 1
+        # The last frame each robot sent: in the old plan's started batches, else remembered
+        # from an earlier plan (a robot whose interval is longer than a plan period has none
+        # in the old plan, and would otherwise send at once, every other run).
+        self._note_sent(started)
+        anchors: dict[str, int | None] = {c.client_id: c.sent_frame for c in clients}
+        earliest = {}
+        for c in clients:
+            if anchors[c.client_id] is not None:
+                earliest[c.client_id] = anchors[c.client_id] + 1
+                continue
+            # Yet to send: the first frame the last plan gave it, while it can still capture
+            # it, so that each plan does not queue it behind what arrived meanwhile.
+            earliest[c.client_id] = max(
+                c.first_frame_captured_after(now_s + c.downlink_s), c.first_planned_frame or 0
             )
-            for c in clients
-        }
         under_way = [
             b
             for b in started
@@ -369,8 +403,11 @@ def _realised_drops(
     for client_id, (start, end) in windows.items():
         client = clients[client_id]
         back = sorted(results[client_id])
-        if end - start < 1.0 or not back:
+        if end - start < 1.0:
             continue  # too short a stay to judge
+        if not back:
+            drops[client_id] = math.inf  # held a second or more and never served
+            continue
         reference = reference_for(client, profile, reference_interval)
         end_frame = client.first_frame_captured_after(end) - 1
         drop = client_drop(client, client.drop_rate or 0.0, reference, back, start, end_frame)
@@ -404,7 +441,9 @@ def run_dynamic(
     period = 0.2
     pending = list(fleet)
     steps = int(spec.duration_s / period)
-    counted, samples, step1_load, planned_load = 0.0, 0, 0.0, 0.0
+    counted, samples, step1_load, planned_load, rate_sum = 0.0, 0, 0.0, 0.0, 0.0
+    rates = {visitor.client_id: visitor.rate for visitor in fleet}
+    held_runs: dict[str, int] = {}
     loads: dict[str, float] = {}
     for step in range(steps):
         now = step * period
@@ -430,6 +469,9 @@ def run_dynamic(
         if now >= spec.warmup_s:
             counted += len(scheduler.clients)
             samples += 1
+            rate_sum += sum(rates[client_id] for client_id in scheduler.clients)
+            for client_id in scheduler.clients:
+                held_runs[client_id] = held_runs.get(client_id, 0) + 1
             for client_id, client in scheduler.clients.items():
                 if client_id not in loads:
                     loads[client_id] = step1_server_load(client, profile, config)
@@ -441,6 +483,11 @@ def run_dynamic(
     for client_id, start in served_from.items():
         windows[client_id] = (start, end)
     drops = _realised_drops(executed, clients, windows, profile, spec, config.reference_interval)
+    supported = sum(
+        runs
+        for client_id, runs in held_runs.items()
+        if client_id in drops and drops[client_id] <= clients[client_id].sla + 1e-9
+    )
     busy = sum(b.latency_s for b in executed)
     span = (executed[-1].end_s - executed[0].start_s) if executed else 0.0
     return SystemResult(
@@ -452,6 +499,8 @@ def run_dynamic(
         1.0 - busy / span if span > 0 else 0.0,
         step1_load=step1_load / samples if samples else 0.0,
         planned_load=planned_load / samples if samples else 0.0,
+        held_rate=rate_sum / counted if counted else 0.0,
+        mean_clients_within_sla=supported / samples if samples else 0.0,
     )
 
 
@@ -480,7 +529,7 @@ def _static_run(
             spec.downlink_s,
             frame_id_now=0,
             now_s=rng.uniform(0.0, interval / spec.fps),
-            drop_rate=rng.uniform(*spec.rate_range),
+            drop_rate=spec.draw_rate(rng),
         )
         clients[client.client_id] = client
         slas[client.client_id] = client.sla
@@ -505,7 +554,7 @@ def _static_run(
 def run_static(
     profile: BatchLatencyProfile,
     spec: FleetSpec,
-    intervals: Sequence[int] = (1, 2, 3, 4, 5, 6, 8, 10),
+    intervals: Sequence[int] | None = None,
     batch_sizes: Sequence[int] | None = None,
     duration_s: float = 10.0,
     max_clients: int = 400,
@@ -518,8 +567,11 @@ def run_static(
     fixed robots drawn from the same ranges with other seeds, served for ``duration_s``;
     the search keeps the (interval, batch size, robots) with the most robots all within
     their SLAs in every pilot. The fleet's own robots are not among them: tuned on the
-    robots it is judged on, Static would know each one's scene in advance.
+    robots it is judged on, Static would know each one's scene in advance. By default it
+    tries every interval up to the scheduler's ``max_interval``, the longest ARISE may pick.
     """
+    config = config or SchedulerConfig()
+    intervals = intervals or range(1, config.max_interval + 1)
     batch_sizes = batch_sizes or sorted(
         {1, 2, 4, 8, profile.max_batch} & set(range(1, profile.max_batch + 1))
     )
@@ -600,7 +652,7 @@ def step1_bound(
             spec.downlink_s,
             0,
             0.0,
-            drop_rate=rng.uniform(*spec.rate_range),
+            drop_rate=spec.draw_rate(rng),
         )
         load += step1_server_load(client, profile, config)
     return samples / load

@@ -752,26 +752,27 @@ class AriseScheduler:
         The old plan's batches before this cut, else the frame remembered from an earlier
         plan: a client whose interval is longer than a plan period has no request in the
         old plan's head, and without it its next frame would be pulled to the first it can
-        still capture, every other run (a robot planned every 30 frames sent every 17).
+        still capture, every other run (a robot planned every 30 frames sent every 12).
         """
-        anchors = {
+        if self.plan is not None:
+            cut = now_s + self.config.overlap_s
+            self._note_sent(b for b in self.plan.batches if b.start_s < cut)
+        return {
             client_id: client.sent_frame
             for client_id, client in self.clients.items()
             if client.sent_frame is not None
         }
-        if self.plan is not None:
-            cut = now_s + self.config.overlap_s
-            for batch in self.plan.batches:
-                if batch.start_s < cut:
-                    for request in batch.requests:
-                        client = self.clients.get(request.client_id)
-                        if client is not None and (
-                            client.sent_frame is None or request.frame_id > client.sent_frame
-                        ):
-                            client.sent_frame = request.frame_id
-                            client.first_planned_frame = None
-                            anchors[request.client_id] = request.frame_id
-        return anchors
+
+    def _note_sent(self, batches: Iterable[Batch]) -> None:
+        """Remember each client's newest frame in ``batches``, which are sent for sure."""
+        for batch in batches:
+            for request in batch.requests:
+                client = self.clients.get(request.client_id)
+                if client is not None and (
+                    client.sent_frame is None or request.frame_id > client.sent_frame
+                ):
+                    client.sent_frame = request.frame_id
+                    client.first_planned_frame = None
 
     def _plan_for(
         self,

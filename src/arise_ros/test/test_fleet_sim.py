@@ -206,3 +206,32 @@ def test_clipper_takes_the_largest_batch_that_keeps_the_sla_at_its_interval():
 def test_the_baselines_reject_an_unknown_admission():
     with pytest.raises(ValueError, match='admission'):
         BaselineScheduler(PROFILE, SchedulerConfig(), admission='oracle')
+
+
+def test_robots_draw_their_rates_from_measured_ones_when_given():
+    measured = (0.002, 0.004, 0.008)
+    spec = FleetSpec(
+        sla_range=(0.03, 0.03), arrivals_per_s=20.0, duration_s=10.0, rate_choices=measured
+    )
+    rates = [v.rate for v in visitors(spec)]
+    assert set(rates) == set(measured)
+    # Each measured scene is as likely as the others.
+    assert all(rates.count(rate) > len(rates) / 6 for rate in measured)
+    assert 'one of 3 measured rates (0.0020-0.0080)' in spec.describe_rates()
+    assert FleetSpec().describe_rates() == 'rates U(0.002, 0.006)'
+    with pytest.raises(ValueError, match='positive'):
+        FleetSpec(rate_choices=(0.002, 0.0))
+
+
+def test_static_searches_intervals_up_to_the_longest_arise_may_pick():
+    # Slow scenes at a loose SLA: the best fixed interval is longer than 10 frames, which
+    # the search once stopped at.
+    spec = FleetSpec(
+        fps=60.0, sla_range=(0.06, 0.06), arrivals_per_s=20.0, mean_stay_s=200.0,
+        duration_s=8.0, warmup_s=4.0, rate_choices=(0.001,),
+    )  # fmt: skip
+    config = SchedulerConfig(max_interval=30)
+    _, interval = run_static(
+        PROFILE, spec, batch_sizes=(8,), duration_s=3.0, pilots=1, config=config
+    )
+    assert 10 < interval <= config.max_interval
