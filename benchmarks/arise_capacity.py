@@ -45,6 +45,7 @@ from arise_ros.scheduler import SchedulerConfig
 
 GPU_LIKE = gpu_like_profile()
 MEASURED_RATES = Path(__file__).resolve().parent / 'data' / 'arise_drop_rates.csv'
+MEASURED_FPS = 60.0  # the generated sequences' frame rate, at which the rates were measured
 
 
 def cpu_profile(threads: int) -> BatchLatencyProfile:
@@ -101,7 +102,12 @@ def main(argv: list[str] | None = None) -> int:
         choices: tuple[float, ...] = ()
     else:
         low, high = FleetSpec().rate_range  # unused: the measured rates are drawn
-        choices = read_rates(args.rates_file, args.rates_truth)
+        try:
+            choices = read_rates(args.rates_file, args.rates_truth)
+        except (OSError, ValueError) as error:
+            parser.error(f'--rates-file: {error}')
+        if args.fps != MEASURED_FPS:
+            print(f'note: the measured rates are per frame at {MEASURED_FPS:g} fps')
     rates = FleetSpec(rate_range=(low, high), rate_choices=choices)
     rates_text = f'{rates.describe_rates()}, mean {rates.mean_rate():.4f}'
     if choices:

@@ -48,3 +48,19 @@ def test_by_default_robots_draw_the_rates_measured_on_the_generated_sequences():
         robots, within = float(cells[3]), float(cells[4])
         assert 0.0 <= within <= robots
     assert 'x (' in rows['arise', 'verify'][10], 'ARISE is compared with the baselines'
+
+
+def test_a_bad_rates_file_is_a_usage_error_not_a_traceback(tmp_path):
+    bad = tmp_path / 'rates.csv'
+    bad.write_text('sequence,category,rate_server,rate_gt\ns,c,fast,0.001\n')
+    for path in (bad, tmp_path / 'missing.csv'):
+        done = subprocess.run(
+            [sys.executable, str(SCRIPT), *SHORT, '--rates-file', str(path)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert done.returncode == 2
+        assert '--rates-file:' in done.stderr
+        assert 'Traceback' not in done.stderr
