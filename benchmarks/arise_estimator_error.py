@@ -15,15 +15,22 @@ truth) minus AbsRel(reference map, ground truth), the reference being a dedicate
 actual drop, the error |estimated - actual| as a share of the SLA, and whether the actual
 drop met the SLA. Nothing is asserted.
 
-``--estimator`` takes one name or a comma-separated list (``all``: the three), printed side by
-side: ``single`` (the dissertation's drop / stride), ``two-point`` (the slope between the
-tracked maps from the last two results) and ``regression`` (:class:`StrideRegressionEstimator`:
-a line with an intercept through the pairs of the last ``--regression-maps`` results' tracked
-maps, the last ``--regression-history`` pairs). ``--truth`` picks what the actual drop is
-measured against: ``gt`` (the ground-truth depth, as above) or ``server`` (the server net's
-map of each frame, which is how the dissertation words it: drops "relative to DNN
-inference", §3.4.3); the summary shows both. Each warp is computed once per sequence and
-shared by the estimators and SLAs.
+``--estimator`` takes one name or a comma-separated list (``all``: the four; by default
+``single,probed``), printed side by side: ``single`` (the dissertation's drop / stride),
+``two-point`` (the slope between the tracked maps from the last two results), ``regression``
+(:class:`StrideRegressionEstimator`: a line with an intercept through the pairs of the last
+``--regression-maps`` results' tracked maps, the last ``--regression-history`` pairs) and
+``probed`` (:class:`ProbedDropRateEstimator`: every ``--probe-every``-th offload brings an
+extra one ``--e2e-ref`` frames later, which measures the reference's own drop; the rate is
+the chord from it; the share of extra offloads is printed). ``known`` is no estimator: the
+robot is given its sequence's chord of the drop curve (from the reference stride to 12
+frames, measured offline over 40 source frames) and never updates it, which shows the error
+that the loop and a scene's changes leave even with the rate known.
+
+``--truth`` picks what the actual drop is measured against: ``gt`` (the ground-truth depth,
+as above) or ``server`` (the server net's map of each frame, which is how the dissertation
+words it: drops "relative to DNN inference", §3.4.3); the summary shows both. Each warp is
+computed once per sequence and shared by the estimators and SLAs.
 """
 
 from __future__ import annotations
@@ -38,13 +45,17 @@ from accumo_ros.simulation.dataset import load_index
 from accumo_ros.simulation.sequence_bag import read_sequence_bag
 from arise_ros.accuracy import (
     DropRateEstimator,
+    ProbedDropRateEstimator,
     Reference,
     StrideRegressionEstimator,
     mean_stride,
 )
-from arise_ros.scene_drop import TrackedMapErrors, server_maps
+from arise_ros.scene_drop import TrackedMapErrors, drop_curve, server_maps
 
-ESTIMATORS = ('single', 'two-point', 'regression')
+ESTIMATORS = ('single', 'two-point', 'regression', 'probed')
+# Not an estimator: the sequence's own drop curve, measured offline (the bound any online
+# estimator of a constant rate works against).
+KNOWN = 'known'
 
 
 def _longest_interval(rate: float, e2e: int, sla: float, reference: Reference, cap: int) -> int:
@@ -52,6 +63,35 @@ def _longest_interval(rate: float, e2e: int, sla: float, reference: Reference, c
         return cap
     bound = 2.0 * (sla + reference.drop(rate)) / rate - 2.0 * e2e + 1.0
     return max(1, min(cap, math.floor(bound)))
+
+
+class _DropLog:
+    """A robot's estimated and actual drop on each frame, against both truths."""
+
+    def __init__(self, pair_errors: TrackedMapErrors, reference: Reference) -> None:
+        self._pair_errors = pair_errors
+        self._reference = reference
+        self._estimated: list[float] = []
+        self._actual_gt: list[float] = []
+        self._actual_server: list[float] = []
+
+    def add(self, rate: float, source: int, frame: int) -> None:
+        """Log ``frame`` shown from the result of ``source``, with the robot's ``rate``."""
+        self._estimated.append(rate * (frame - source) - self._reference.drop(rate))
+        tracked_gt, tracked_server = self._pair_errors(source, frame)
+        reference_gt, reference_server = self._pair_errors(
+            frame - self._reference.e2e_frames, frame
+        )
+        self._actual_gt.append(tracked_gt - reference_gt)
+        self._actual_server.append(tracked_server - reference_server)
+
+    def means(self) -> dict[str, float]:
+        """Return the mean estimated drop and the mean actual drops."""
+        return {
+            'estimated': statistics.fmean(self._estimated),
+            'actual': statistics.fmean(self._actual_gt),
+            'actual_server': statistics.fmean(self._actual_server),
+        }
 
 
 def run_sequence(
@@ -67,12 +107,21 @@ def run_sequence(
     regression_maps=3,
     regression_history=12,
     regression_min_fraction=0.0,
+    probe_every=8,
 ):
     """Run one robot's loop; returns the mean estimated and actual drops (both truths)."""
-    if estimator_name not in ESTIMATORS:
+    if estimator_name not in (*ESTIMATORS, KNOWN):
         raise ValueError(f'unknown estimator {estimator_name!r}, expected one of {ESTIMATORS}')
     count = len(server)
     pair_errors = pair_errors or TrackedMapErrors(sequence, server)
+    if estimator_name == KNOWN:
+        # The chord of the sequence's drop curve from the reference stride to 12 frames.
+        curve = drop_curve(pair_errors, (e2e_ref, 12), sources=40)
+        known_rate = curve.rate(e2e_ref, 12, 'server')
+    if estimator_name == 'probed':
+        return run_probed_sequence(
+            server, sla, e2e, e2e_ref, first_interval, max_interval, pair_errors, probe_every
+        )
 
     def against_server(source: int, frame: int) -> float:
         return pair_errors(source, frame)[1]
@@ -85,13 +134,16 @@ def run_sequence(
     )
     offloads = [0]
     interval = first_interval
-    estimated, actual_gt, actual_server = [], [], []
+    if estimator_name == KNOWN:
+        estimator = DropRateEstimator(initial_rate=known_rate)
+        interval = _longest_interval(known_rate, e2e, sla, reference, max_interval)
+    drops = _DropLog(pair_errors, reference)
     results: list[int] = []  # the offloaded frames whose results are back, oldest first
     for frame in range(count):
         # results due now
         due = [f for f in offloads[-4:] if f + e2e == frame]
         for source in due:
-            if results and source > results[-1]:
+            if results and source > results[-1] and estimator_name != KNOWN:
                 # Fig. 3.9: the tracked map of `source` (from the previous result) against
                 # the server's map of `source`, over the stride between them.
                 stride = source - results[-1]
@@ -112,29 +164,79 @@ def run_sequence(
             offloads.append(frame)
         if not results or frame < e2e_ref or estimator.rate is None:
             continue
-        stride = frame - results[-1]
-        estimated.append(estimator.rate * stride - reference.drop(estimator.rate))
-        tracked_gt, tracked_server = pair_errors(results[-1], frame)
-        reference_gt, reference_server = pair_errors(frame - e2e_ref, frame)
-        actual_gt.append(tracked_gt - reference_gt)
-        actual_server.append(tracked_server - reference_server)
+        drops.add(estimator.rate, results[-1], frame)
     return {
-        'estimated': statistics.fmean(estimated),
-        'actual': statistics.fmean(actual_gt),
-        'actual_server': statistics.fmean(actual_server),
+        **drops.means(),
         'offloads': len(offloads),
         'mean_interval': count / len(offloads),
         'regular_estimate': (estimator.rate or 0.0) * mean_stride(e2e, interval)
         - reference.drop(estimator.rate or 0.0),
+        'extra_offloads': 0.0,
+    }
+
+
+def run_probed_sequence(
+    server, sla, e2e, e2e_ref, first_interval, max_interval, pair_errors, probe_every
+):
+    """Run one robot's loop with :class:`ProbedDropRateEstimator` and its probe offloads.
+
+    A probe is sent ``e2e_ref`` frames after the offload it goes with (the reference's
+    stride) and comes back ``e2e`` frames after capture like any result; it is used for
+    tracking too. The interval counts from the regular offloads.
+    """
+    count = len(server)
+    reference = Reference(e2e_ref, 1)
+    estimator = ProbedDropRateEstimator(reference_stride=e2e_ref, probe_every=probe_every)
+    regular, sent, probes = [0], [0], set()
+    interval = first_interval
+    results: list[int] = []  # every result back, probes included, oldest first
+    regular_results: list[int] = []  # the regular offloads' results back, oldest first
+    drops = _DropLog(pair_errors, reference)
+    for frame in range(count):
+        for source in [f for f in sent[-8:] if f + e2e == frame]:
+            if source in probes:
+                if regular_results and source - regular_results[-1] == e2e_ref:
+                    estimator.observe_probe(pair_errors(regular_results[-1], source)[1])
+            else:
+                if regular_results:
+                    # The earlier results within the estimator's range, and the newest one.
+                    tracked = [
+                        old
+                        for old in regular_results[:-1]
+                        if source - old <= estimator.longest_stride
+                    ] + regular_results[-1:]
+                    estimator.observe_result(
+                        (pair_errors(old, source)[1], source - old) for old in tracked
+                    )
+                    interval = _longest_interval(estimator.rate, e2e, sla, reference, max_interval)
+                regular_results = (regular_results + [source])[-6:]
+            results = (results + [source])[-8:]
+        if frame >= regular[-1] + interval:
+            regular.append(frame)
+            sent.append(frame)
+            if estimator.wants_probe(len(regular), interval):
+                probes.add(frame + e2e_ref)
+                sent.append(frame + e2e_ref)
+        if not results or frame < e2e_ref or estimator.rate is None:
+            continue
+        drops.add(estimator.rate, results[-1], frame)
+    return {
+        **drops.means(),
+        'offloads': len(sent),
+        'mean_interval': count / len(regular),
+        'regular_estimate': estimator.rate * mean_stride(e2e, interval)
+        - reference.drop(estimator.rate),
+        'extra_offloads': len(probes) / len(regular),
     }
 
 
 def _estimators(text: str) -> list[str]:
     names = list(ESTIMATORS) if text == 'all' else [v.strip() for v in text.split(',')]
     for name in names:
-        if name not in ESTIMATORS:
+        if name not in (*ESTIMATORS, KNOWN):
             raise argparse.ArgumentTypeError(
-                f'unknown estimator {name!r}; expected all or some of {", ".join(ESTIMATORS)}'
+                f'unknown estimator {name!r}; expected all or some of '
+                f'{", ".join((*ESTIMATORS, KNOWN))}'
             )
     return names
 
@@ -151,10 +253,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         '--estimator',
         type=_estimators,
-        default=['single'],
+        default=['single', 'probed'],
         help="comma-separated, or all: single (the dissertation's drop / stride), two-point "
         '(the slope between the tracked maps from the last two results), regression (a '
-        'line with an intercept through the pairs of the last results; see --regression-*)',
+        'line with an intercept through the pairs of the last results; see --regression-*), '
+        'probed (the chord from the drop at the reference stride, measured by probes; see '
+        "--probe-every); also known (not in all: the sequence's measured drop curve, fixed). "
+        'Default: single,probed',
     )
     parser.add_argument(
         '--regression-maps',
@@ -178,9 +283,18 @@ def main(argv: list[str] | None = None) -> int:
         help='the actual drop in the per-sequence rows: against ground-truth depth, or '
         "against the server's map of each frame (the dissertation's wording)",
     )
+    parser.add_argument(
+        '--probe-every',
+        type=int,
+        default=8,
+        help='probed: every this many offloads brings a probe (an extra offload of the frame '
+        '--e2e-ref frames later)',
+    )
     args = parser.parse_args(argv)
     if args.regression_maps < 1:
         parser.error('--regression-maps must be >= 1')
+    if args.probe_every < 1:
+        parser.error('--probe-every must be >= 1')
     slas = [float(v) for v in args.slas.split(',')]
     names = args.estimator
     print(
@@ -200,6 +314,7 @@ def main(argv: list[str] | None = None) -> int:
     print('|---|---|---|' + '---|' * (5 * len(names)))
     errors = {(t, n, sla): [] for t in truth_key for n in names for sla in slas}
     met = {(t, n, sla): [] for t in truth_key for n in names for sla in slas}
+    extra = {n: [] for n in names}
     started = time.monotonic()
     for folder in args.datasets:
         for entry in load_index(folder):
@@ -223,7 +338,9 @@ def main(argv: list[str] | None = None) -> int:
                         regression_maps=args.regression_maps,
                         regression_history=args.regression_history,
                         regression_min_fraction=args.regression_min_fraction,
+                        probe_every=args.probe_every,
                     )
+                    extra[name].append(row['extra_offloads'])
                     for truth, key in truth_key.items():
                         errors[truth, name, sla].append(abs(row['estimated'] - row[key]) / sla)
                         met[truth, name, sla].append(row[key] <= sla)
@@ -258,6 +375,12 @@ def main(argv: list[str] | None = None) -> int:
                 f'| {"ground truth" if truth == "gt" else "server map"} | {sla:g} | '
                 f'{len(errors[truth, names[0], sla])} | ' + ' | '.join(cells) + ' |'
             )
+    if 'probed' in names:
+        print(
+            f'\nprobed: probes added {100 * statistics.fmean(extra["probed"]):.1f} % to the '
+            f'offloads (every {args.probe_every}th offload while the interval is over '
+            f'{args.e2e_ref} frames)'
+        )
     return 0
 
 

@@ -224,6 +224,152 @@ class StrideRegressionEstimator:
         return slope
 
 
+class ProbedDropRateEstimator:
+    """Drop rate above the reference setup, from tracked maps and occasional probe offloads.
+
+    What the SLA needs is the growth of the drop from the reference's stride (``d(s) -
+    d(ref)``), not the drop itself: two server maps of one scene differ by 0.01-0.02 AbsRel
+    even at stride 1, and the dissertation's one-pair rate (``drop / stride``) counts that
+    floor as growth. Slopes between the long strides a robot sees for free (its last
+    results tracked to a new one: ``oi``, ``2·oi``, ...) miss it the other way: the drop
+    curve flattens at long strides, a lower rate lengthens the interval, and the estimate
+    runs away to the longest interval (``benchmarks/arise_estimator_error.py`` measured
+    both). This estimator measures the reference's own drop instead.
+
+    * Every ``probe_every``-th offload the robot also offloads the frame
+      ``reference_stride`` frames later (a *probe*; :meth:`wants_probe`). Its tracked map
+      against its server map is the drop at the reference stride, smoothed over probes
+      (``floor_smoothing``). A pair at that stride that comes for free (an interval equal
+      to it) counts the same way.
+    * Each new result gives the chord ``(d(s) - d(ref)) / (s - ref)`` from the pair with
+      the longest stride up to ``longest_stride`` (where the curve is still near linear;
+      the shortest when none is). Until a reference drop is known, or when the stride is
+      under ``ref + 2`` (a chord over one frame is mostly noise), the one-pair rate
+      stands in: an overestimate, so early schedules are safe.
+    * The chords are smoothed with a time constant of ``time_constant`` frames (the
+      weight of a new chord is ``1 - exp(-frames since the last result / time_constant)``),
+      not a fixed weight per result: the estimate's noise has to be damped because a low
+      estimate buys a long interval, so noise alone makes the realised drop exceed the
+      estimate; a per-result weight slow enough for short intervals would hold a long
+      interval's robot on its first, one-pair rate for most of a minute.
+
+    Limits: a probe is one extra offload per ``probe_every`` (12 % at 8), which the
+    scheduler does not plan yet; and the estimate follows a new scene over about
+    ``time_constant`` frames (2 s at 60 fps by default).
+    """
+
+    def __init__(
+        self,
+        reference_stride: int = 2,
+        time_constant: float = 120.0,
+        floor_smoothing: float = 0.3,
+        longest_stride: int = 12,
+        probe_every: int = 8,
+    ) -> None:
+        for name, value, least in (
+            ('reference_stride', reference_stride, 1),
+            ('longest_stride', longest_stride, reference_stride + 2),
+            ('probe_every', probe_every, 1),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                raise ValueError(f'{name} must be an int >= {least}, got {value!r}')
+        if not (math.isfinite(time_constant) and time_constant > 0.0):
+            raise ValueError(f'time_constant must be a number of frames > 0, got {time_constant}')
+        if not 0.0 < floor_smoothing <= 1.0:
+            raise ValueError(f'floor_smoothing must be in (0, 1], got {floor_smoothing}')
+        self.reference_stride = reference_stride
+        self._time_constant = time_constant
+        self._floor_smoothing = floor_smoothing
+        self._longest_stride = longest_stride
+        self._probe_every = probe_every
+        self._rate: float | None = None
+        self._reference_drop: float | None = None
+        self._samples = 0
+
+    @property
+    def rate(self) -> float | None:
+        """Return the drop per frame of stride above the reference, or None before a result."""
+        return self._rate
+
+    @property
+    def longest_stride(self) -> int:
+        """Return the longest stride a chord is taken to (longer pairs are not needed)."""
+        return self._longest_stride
+
+    @property
+    def reference_drop(self) -> float | None:
+        """Return the smoothed drop at the reference stride, or None before a probe."""
+        return self._reference_drop
+
+    @property
+    def samples(self) -> int:
+        """Return how many results (probes included) were observed."""
+        return self._samples
+
+    def wants_probe(self, offloads: int, interval: int) -> bool:
+        """Return whether the ``offloads``-th offload should bring a probe with it.
+
+        None is needed while the interval is the reference stride or shorter: the pairs
+        at that stride then come for free.
+        """
+        if interval <= self.reference_stride:
+            return False
+        return self._reference_drop is None or offloads % self._probe_every == 0
+
+    def observe_probe(self, drop: float) -> float | None:
+        """Record a probe: the drop of a map tracked over the reference stride."""
+        _check_drop(drop)
+        self._note_reference(drop)
+        self._samples += 1
+        return self._rate
+
+    def observe_result(self, pairs: Iterable[tuple[float, int]]) -> float:
+        """Record a new result's (drop, stride) pairs, one per earlier result tracked to it.
+
+        Returns the updated rate.
+        """
+        pairs = [(float(drop), stride) for drop, stride in pairs]
+        if not pairs:
+            raise ValueError('observe_result needs at least one (drop, stride) pair')
+        for drop, stride in pairs:
+            _check_drop(drop)
+            if isinstance(stride, bool) or not isinstance(stride, int) or stride < 1:
+                raise ValueError(f'a tracking stride is an int >= 1 frame, got {stride!r}')
+        for drop, stride in pairs:
+            if stride == self.reference_stride:
+                self._note_reference(drop)
+        within = [pair for pair in pairs if pair[1] <= self._longest_stride]
+        drop, stride = (
+            max(within, key=lambda pair: pair[1])
+            if within
+            else min(pairs, key=lambda pair: pair[1])
+        )
+        if self._reference_drop is None or stride < self.reference_stride + 2:
+            measured = drop / stride
+        else:
+            measured = max(0.0, drop - self._reference_drop) / (stride - self.reference_stride)
+        if self._rate is None:
+            self._rate = measured
+        else:
+            # The newest earlier result's stride is the time since the last result.
+            since_last = min(pair[1] for pair in pairs)
+            weight = 1.0 - math.exp(-since_last / self._time_constant)
+            self._rate += weight * (measured - self._rate)
+        self._samples += 1
+        return self._rate
+
+    def _note_reference(self, drop: float) -> None:
+        if self._reference_drop is None:
+            self._reference_drop = drop
+        else:
+            self._reference_drop += self._floor_smoothing * (drop - self._reference_drop)
+
+
+def _check_drop(drop: float) -> None:
+    if not math.isfinite(drop) or drop < 0.0:
+        raise ValueError(f'an accuracy drop is a finite value >= 0, got {drop}')
+
+
 def mean_stride(e2e_frames: int, interval: int) -> float:
     """Return the mean tracking stride of a regular schedule.
 

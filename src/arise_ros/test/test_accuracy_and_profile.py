@@ -2,12 +2,14 @@
 # SPDX-License-Identifier: Apache-2.0
 """ARISE's drop-rate estimator, SLA arithmetic and batch latency profiles."""
 
+import math
 import random
 
 import pytest
 
 from arise_ros.accuracy import (
     DropRateEstimator,
+    ProbedDropRateEstimator,
     Reference,
     StrideRegressionEstimator,
     frames_for,
@@ -56,6 +58,104 @@ def test_the_estimator_refuses_impossible_measurements(drop, stride):
     with pytest.raises(ValueError, match='stride|drop'):
         estimator.observe(drop, stride)
     assert estimator.rate is None
+
+
+def test_the_probed_estimator_measures_growth_above_the_reference_and_not_the_floor():
+    # A floor of 0.015 (two server maps of one scene differ) plus 0.003 per frame, with
+    # noise; the robot offloads every 6 frames and every 8th offload brings a probe 2 frames
+    # later. The SLA counts the drop above the reference (stride 2), so the rate is 0.003.
+    rng = random.Random(11)
+    estimator = ProbedDropRateEstimator(reference_stride=2, probe_every=8)
+    probes = 0
+    for offload in range(1, 200):
+        estimator.observe_result(
+            (0.015 + 0.003 * stride + rng.gauss(0.0, 0.002), stride) for stride in (6, 12, 18)
+        )
+        if estimator.wants_probe(offload, interval=6):
+            probes += 1
+            estimator.observe_probe(0.015 + 0.003 * 2 + rng.gauss(0.0, 0.002))
+    assert estimator.rate == pytest.approx(0.003, rel=0.15)
+    assert estimator.reference_drop == pytest.approx(0.021, abs=0.002)
+    assert probes == pytest.approx(199 / 8, abs=2)
+    # The one-pair rate of the same scene counts the floor: 0.015 / 6 + 0.003 = 0.0055.
+    assert DropRateEstimator().observe(0.015 + 0.003 * 6, 6) == pytest.approx(0.0055)
+
+
+def test_the_probed_estimator_is_safe_until_it_knows_the_reference_drop():
+    estimator = ProbedDropRateEstimator(reference_stride=2, probe_every=8)
+    assert estimator.rate is None
+    assert estimator.wants_probe(1, interval=6)  # the first chance, not the 8th offload
+    assert estimator.observe_result([(0.04, 8)]) == pytest.approx(0.005)  # drop / stride
+    assert estimator.reference_drop is None
+    estimator.observe_probe(0.02)
+    assert not estimator.wants_probe(5, interval=6)
+    assert estimator.wants_probe(8, interval=6)
+    # A short interval brings reference pairs for free: no probe is needed.
+    assert not estimator.wants_probe(8, interval=2)
+
+
+def test_the_probed_estimator_takes_the_chord_from_the_longest_stride_in_range():
+    # A time constant far under a frame: each chord replaces the estimate.
+    estimator = ProbedDropRateEstimator(
+        reference_stride=2, time_constant=1e-3, floor_smoothing=1.0, longest_stride=12
+    )
+    # An interval of 2: the pair at stride 2 is the reference's drop; the chord from it to
+    # the longest stride within 12 (10) is the rate; stride 20 (the flat end) is left out.
+    rate = estimator.observe_result([(0.02, 2), (0.036, 10), (0.04, 20)])
+    assert estimator.reference_drop == pytest.approx(0.02)
+    assert rate == pytest.approx((0.036 - 0.02) / 8)
+    # A stride under the reference + 2 would be a chord over a frame: the one-pair rate.
+    assert estimator.observe_result([(0.03, 3)]) == pytest.approx(0.01)
+    # Only strides beyond the range: the shortest of them.
+    assert estimator.observe_result([(0.05, 30), (0.045, 14)]) == pytest.approx(0.025 / 12)
+    # A map tracked further that is closer than the reference (noise) is rate 0.
+    assert estimator.observe_result([(0.01, 6)]) == 0.0
+
+
+def test_the_probed_estimator_smooths_over_frames_not_results():
+    # Two robots see the same step in their scene's rate, one every 4 frames, one every 24:
+    # after 240 frames (4 s at 60 fps) both have moved the same share of the way.
+    moved = []
+    for interval in (4, 24):
+        estimator = ProbedDropRateEstimator(reference_stride=2, time_constant=120.0)
+        estimator.observe_probe(0.02)
+        estimator.observe_result([(0.02 + 0.002 * (interval - 2), interval)])
+        for _ in range(240 // interval):
+            estimator.observe_result([(0.02 + 0.006 * (interval - 2), interval)])
+        moved.append((estimator.rate - 0.002) / (0.006 - 0.002))
+    assert moved[0] == pytest.approx(1.0 - math.exp(-2.0), abs=0.01)
+    assert moved[1] == pytest.approx(moved[0], abs=0.01)
+
+
+@pytest.mark.parametrize(
+    'pairs', [[], [(-0.1, 3)], [(float('nan'), 3)], [(0.1, 0)], [(0.02, 4), (0.1, 2.5)]]
+)
+def test_the_probed_estimator_refuses_impossible_results_and_keeps_its_state(pairs):
+    estimator = ProbedDropRateEstimator(time_constant=1e-3)
+    estimator.observe_result([(0.02, 4)])
+    with pytest.raises(ValueError, match='stride|drop|pair'):
+        estimator.observe_result(pairs)
+    assert estimator.rate == pytest.approx(0.005)
+    assert estimator.samples == 1
+    with pytest.raises(ValueError, match='drop'):
+        estimator.observe_probe(float('inf'))
+    assert estimator.reference_drop is None
+
+
+@pytest.mark.parametrize(
+    'kwargs',
+    [
+        {'reference_stride': 0},
+        {'time_constant': 0.0},
+        {'time_constant': float('nan')},
+        {'floor_smoothing': 1.5},
+        {'longest_stride': 3},
+        {'probe_every': True},
+    ],
+)
+def test_the_probed_estimator_refuses_bad_settings(kwargs):
+    with pytest.raises(ValueError, match='must be'):
+        ProbedDropRateEstimator(**kwargs)
 
 
 def test_the_regression_recovers_slope_and_floor_from_noisy_linear_drops():
