@@ -251,7 +251,7 @@ class ProbedDropRateEstimator:
       not a fixed weight per result: the estimate's noise has to be damped because a low
       estimate buys a long interval, so noise alone makes the realised drop exceed the
       estimate; a per-result weight slow enough for short intervals would hold a long
-      interval's robot on its first, one-pair rate for most of a minute.
+      interval's robot on its first, one-pair rate for several seconds.
 
     Limits: a probe is one extra offload per ``probe_every`` (12 % at 8), which the
     scheduler does not plan yet; and the estimate follows a new scene over about
