@@ -24,8 +24,9 @@ one request per client per batch; a client's frames strictly increasing along th
 frame the client can no longer capture never planned; a ``grace_fraction`` of every
 batch's latency left free for late requests; Step 1 counting the frame a coordinated
 request may wait for its batch; a failing client's interval shortened by a frame before
-anyone is evicted, then the newest failing client evicted; admission only if no
-robot ends up within ``admission_headroom`` of its SLA because of the newcomer.
+anyone is evicted, then the newest failing client evicted (one that no schedule can serve
+before the rest); admission only if no robot ends up within ``admission_headroom`` of its
+SLA because of the newcomer.
 """
 
 from __future__ import annotations
@@ -600,8 +601,15 @@ class AriseScheduler:
             elif failing:
                 # One client goes per pass: the newest of those that fail. Evicting the
                 # newest of all would not help a client whose own scene sped up, and would
-                # empty the server before it did.
-                newest = max((self.clients[c] for c in failing), key=lambda c: c.admission_order)
+                # empty the server before it did. A client that no schedule can serve (over
+                # its SLA with a result every frame, alone) goes before the rest: evicting
+                # others cannot help it, and planned every frame it may be what pushed them
+                # over.
+                hopeless = [c for c in failing if self._unservable(self.clients[c])]
+                newest = max(
+                    (self.clients[c] for c in hopeless or failing),
+                    key=lambda c: c.admission_order,
+                )
                 del self.clients[newest.client_id]
                 self._settings_cache.pop(newest.client_id, None)
                 evicted.append(newest.client_id)
@@ -694,6 +702,13 @@ class AriseScheduler:
             cached = (key, pseudo_optimal_settings(client, self.profile, self.config))
             self._settings_cache[client.client_id] = cached
         return cached[1]
+
+    def _unservable(self, client: ClientState) -> bool:
+        """Return whether a result every frame at batch size 1 misses the client's SLA."""
+        reference = reference_for(client, self.profile, self.config.reference_interval)
+        e2e = coordinated_e2e_frames(client, self.profile.latency(1))
+        rate = client.rate(self.config.default_drop_rate)
+        return regular_schedule_drop(rate, e2e, 1, reference) > client.sla + SLA_TOLERANCE
 
     def _tighten(
         self, client_id: str, settings: Settings, candidate: ClientState | None = None

@@ -62,7 +62,7 @@ def _arise_arguments(tmp_path) -> tuple[str, ...]:
     profile = tmp_path / 'profile.yaml'
     if not profile.exists():
         save_profile(
-            BatchLatencyProfile('accumo_depth', {1: 0.05, 2: 0.06, 3: 0.07, 4: 0.08}, 'test'),
+            BatchLatencyProfile('accumo_depth', {1: 0.1, 2: 0.12, 3: 0.14, 4: 0.16}, 'test'),
             profile,
         )
     return (

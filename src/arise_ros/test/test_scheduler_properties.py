@@ -266,6 +266,31 @@ def test_admits_until_the_server_is_full_then_evicts_the_newest_when_scenes_chan
     assert set(scheduler.clients) - before, 'a waiting robot takes the free room'
 
 
+def test_a_robot_no_schedule_can_serve_goes_before_the_robots_it_pushed_over():
+    # A full server; then the scene of its oldest robot changes faster than even a result
+    # every frame can follow. Planned every frame, it pushes newer robots over their SLAs;
+    # evicting them cannot help it, so it goes first and they stay.
+    slow = BatchLatencyProfile('depth', {1: 0.040, 2: 0.050, 3: 0.060, 4: 0.070}, 'test')
+    scheduler = AriseScheduler(slow, SchedulerConfig(max_admissions_per_run=4))
+    for index in range(40):
+        scheduler.request_admission(_robot(index, rate=0.004))
+    now = 0.0
+    for _ in range(20):
+        scheduler.run(now)
+        now += 0.2
+    scheduler.waiting.clear()  # nobody to take the room: only eviction is looked at
+    kept = sorted(scheduler.clients, key=lambda c: scheduler.clients[c].admission_order)
+    storm = kept[0]
+    scheduler.clients[storm].drop_rate = 0.5
+    evicted = []
+    for _ in range(5):
+        evicted += scheduler.run(now).evicted
+        now += 0.2
+    assert evicted[:1] == [storm]
+    assert evicted == [storm], 'the robots it had pushed over are served again'
+    assert set(scheduler.clients) == set(kept[1:])
+
+
 def test_a_steady_fleet_keeps_its_robots():
     # Packing moves requests around every run; a robot whose scene does not change must not
     # be evicted for that (a shorter interval repays it, and admission keeps headroom).
